@@ -1,0 +1,558 @@
+"""The HLO IR: Instruction, Computation, Module.
+
+Use-def information is kept consistent by construction: operands are only
+changed through methods that update the operands' user sets, so ``users`` is
+an O(1) lookup and ``replace_all_uses_with`` is O(number of uses).
+
+Attributes are stored in ``Instruction.attrs`` in the order they were given,
+as the exact text XLA prints after ``key=`` (``"{0,1}"``, ``"kLoop"``,
+``'"__cublas$gemm"'``), except for references, which are objects:
+a :class:`Computation` (``to_apply=%add``) or a list of them
+(``branch_computations={%a, %b}``).  Typed access goes through the helpers in
+:mod:`hlorun.ir.attrs` (``instr.int_list("dimensions")`` ...), which parse on
+demand and cache by text, so parsing a 100k-instruction module stays cheap
+and printing loses nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from .shape import Shape
+
+_ids = itertools.count(1)
+
+
+class Instruction:
+    __slots__ = (
+        "name", "opcode", "shape", "operands", "_users", "attrs", "parent",
+        "control_predecessors", "control_successors", "parameter_number",
+        "literal", "line", "column", "id", "__weakref__",
+    )
+
+    def __init__(self, opcode: str, shape: Shape, operands: Sequence["Instruction"] = (),
+                 name: str = "", attrs: dict[str, Any] | None = None):
+        self.name = name
+        self.opcode = opcode
+        self.shape = shape
+        self.operands: list[Instruction] = []
+        self._users: dict[Instruction, None] = {}
+        self.attrs: dict[str, Any] = attrs if attrs is not None else {}
+        self.parent: Computation | None = None
+        self.control_predecessors: list[Instruction] = []
+        self.control_successors: list[Instruction] = []
+        self.parameter_number: int | None = None
+        self.literal = None  # hlorun.ir.literal.Literal for constants
+        self.line = 0
+        self.column = 0
+        self.id = next(_ids)
+        for op in operands:
+            self.operands.append(op)
+            op._users[self] = None
+
+    # -- identity / display ------------------------------------------------
+    def __repr__(self) -> str:
+        return f"<{self.opcode} {self.name}: {self.shape}>"
+
+    # hash/eq are identity (object defaults): fast and what passes want.
+
+    # -- users ---------------------------------------------------------------
+    @property
+    def users(self) -> list["Instruction"]:
+        return list(self._users)
+
+    @property
+    def user_count(self) -> int:
+        return len(self._users)
+
+    def has_users(self) -> bool:
+        return bool(self._users)
+
+    # -- operand edits (keep users consistent) ---------------------------------
+    def add_operand(self, op: "Instruction") -> None:
+        self.operands.append(op)
+        op._users[self] = None
+
+    def set_operand(self, i: int, new: "Instruction") -> None:
+        old = self.operands[i]
+        if old is new:
+            return
+        self.operands[i] = new
+        new._users[self] = None
+        if old not in self.operands:
+            old._users.pop(self, None)
+
+    def replace_operand_with(self, old: "Instruction", new: "Instruction") -> None:
+        """Replace every occurrence of ``old`` among the operands."""
+        if old is new:
+            return
+        ops = self.operands
+        for i, o in enumerate(ops):
+            if o is old:
+                ops[i] = new
+        new._users[self] = None
+        old._users.pop(self, None)
+
+    def replace_operands(self, new_operands: Sequence["Instruction"]) -> None:
+        for o in self.operands:
+            o._users.pop(self, None)
+        self.operands = list(new_operands)
+        for o in self.operands:
+            o._users[self] = None
+
+    def drop_all_operands(self) -> None:
+        for o in self.operands:
+            o._users.pop(self, None)
+        self.operands = []
+
+    def replace_all_uses_with(self, new: "Instruction",
+                              keep: Callable[["Instruction"], bool] | None = None) -> bool:
+        """Make every user of ``self`` (except those ``keep`` rejects) use
+        ``new`` instead; the parent's root moves too.  Returns True if
+        anything changed."""
+        changed = False
+        for user in list(self._users):
+            if keep is not None and not keep(user):
+                continue
+            user.replace_operand_with(self, new)
+            changed = True
+        comp = self.parent
+        if comp is not None and comp.root is self and (keep is None):
+            comp.root = new
+            changed = True
+        return changed
+
+    # -- control dependencies ---------------------------------------------------
+    def add_control_dependency_to(self, successor: "Instruction") -> None:
+        if successor not in self.control_successors:
+            self.control_successors.append(successor)
+            successor.control_predecessors.append(self)
+
+    def drop_all_control_deps(self) -> None:
+        for p in self.control_predecessors:
+            p.control_successors.remove(self)
+        for s in self.control_successors:
+            s.control_predecessors.remove(self)
+        self.control_predecessors = []
+        self.control_successors = []
+
+    # -- attributes ---------------------------------------------------------------
+    def called_computations(self) -> list["Computation"]:
+        out: list[Computation] = []
+        for v in self.attrs.values():
+            if isinstance(v, Computation):
+                out.append(v)
+            elif isinstance(v, list) and v and isinstance(v[0], Computation):
+                out.extend(v)
+        return out
+
+    @property
+    def to_apply(self) -> "Computation | None":
+        v = self.attrs.get("to_apply")
+        return v if isinstance(v, Computation) else None
+
+    @property
+    def fused_computation(self) -> "Computation | None":
+        v = self.attrs.get("calls")
+        if isinstance(v, Computation):
+            return v
+        if isinstance(v, list) and len(v) == 1:
+            return v[0]
+        return None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.attrs.get(key, default)
+
+    @property
+    def custom_call_target(self) -> str | None:
+        v = self.attrs.get("custom_call_target")
+        if v is None:
+            return None
+        from .attrs import unquote
+        return unquote(v)
+
+    @property
+    def fusion_kind(self) -> str | None:
+        return self.attrs.get("kind")
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        from .attrs import parse_metadata
+        text = self.attrs.get("metadata")
+        return parse_metadata(text) if text else {}
+
+    @property
+    def op_name(self) -> str | None:
+        return self.metadata.get("op_name")
+
+    @property
+    def backend_config(self) -> Any:
+        """The backend config as parsed JSON (dict), or None."""
+        from .attrs import parse_backend_config
+        text = self.attrs.get("backend_config")
+        return parse_backend_config(text) if text else None
+
+    def set_backend_config(self, config: Any) -> None:
+        from .attrs import format_backend_config
+        if config is None:
+            self.attrs.pop("backend_config", None)
+        else:
+            self.attrs["backend_config"] = format_backend_config(config)
+
+    def int_list(self, key: str) -> tuple[int, ...]:
+        from .attrs import parse_int_list
+        v = self.attrs.get(key)
+        return parse_int_list(v) if v is not None else ()
+
+    def set_int_list(self, key: str, values: Iterable[int]) -> None:
+        self.attrs[key] = "{" + ",".join(str(int(v)) for v in values) + "}"
+
+    def int_attr(self, key: str, default: int | None = None) -> int | None:
+        v = self.attrs.get(key)
+        return int(v) if v is not None else default
+
+    @property
+    def dimensions(self) -> tuple[int, ...]:
+        return self.int_list("dimensions")
+
+    @property
+    def tuple_index(self) -> int:
+        return int(self.attrs["index"])
+
+    @property
+    def computation(self) -> "Computation | None":
+        return self.parent
+
+    def operand_index(self, op: "Instruction") -> int:
+        return self.operands.index(op)
+
+    def is_root(self) -> bool:
+        return self.parent is not None and self.parent.root is self
+
+
+class Computation:
+    """An ordered set of instructions with a root and numbered parameters."""
+
+    __slots__ = ("name", "_instructions", "root", "parameters", "module",
+                 "is_entry", "execution_thread", "line", "column", "_names",
+                 "__weakref__")
+
+    def __init__(self, name: str):
+        self.name = name
+        self._instructions: dict[Instruction, None] = {}
+        self.root: Instruction | None = None
+        self.parameters: list[Instruction | None] = []
+        self.module: Module | None = None
+        self.is_entry = False
+        self.execution_thread: str | None = None  # None == "main"
+        self.line = 0
+        self.column = 0
+        self._names: dict[str, Instruction] | None = None
+
+    def __repr__(self) -> str:
+        return f"<computation {self.name}: {len(self._instructions)} instructions>"
+
+    # -- contents --------------------------------------------------------------
+    @property
+    def instructions(self) -> list[Instruction]:
+        """Instructions in insertion order (use ``post_order`` for a
+        def-before-use order)."""
+        return list(self._instructions)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(list(self._instructions))
+
+    def __len__(self) -> int:
+        return len(self._instructions)
+
+    @property
+    def instruction_count(self) -> int:
+        return len(self._instructions)
+
+    def __contains__(self, instr: Instruction) -> bool:
+        return instr in self._instructions
+
+    def add_instruction(self, instr: Instruction, name: str | None = None) -> Instruction:
+        """Add ``instr`` (giving it a module-unique name based on ``name`` or
+        its opcode when it has none)."""
+        if instr.parent is not None and instr.parent is not self:
+            raise ValueError(f"{instr.name} already belongs to {instr.parent.name}")
+        if name is not None or not instr.name:
+            base = name or instr.name or instr.opcode
+            instr.name = self.module.unique_name(base) if self.module else base
+        elif self.module is not None:
+            self.module.reserve_name(instr.name)
+        self._instructions[instr] = None
+        instr.parent = self
+        if self._names is not None:
+            self._names[instr.name] = instr
+        if instr.opcode == "parameter" and instr.parameter_number is not None:
+            n = instr.parameter_number
+            while len(self.parameters) <= n:
+                self.parameters.append(None)
+            self.parameters[n] = instr
+        return instr
+
+    def remove_instruction(self, instr: Instruction) -> None:
+        """Remove an instruction that has no users (operands released)."""
+        if instr._users:
+            raise ValueError(f"cannot remove {instr.name}: it still has users "
+                             f"{', '.join(u.name for u in instr._users)}")
+        if instr is self.root:
+            raise ValueError(f"cannot remove the root {instr.name}")
+        instr.drop_all_operands()
+        instr.drop_all_control_deps()
+        self._instructions.pop(instr, None)
+        if self._names is not None:
+            self._names.pop(instr.name, None)
+        if instr.opcode == "parameter" and instr.parameter_number is not None:
+            n = instr.parameter_number
+            if n < len(self.parameters) and self.parameters[n] is instr:
+                self.parameters[n] = None
+                while self.parameters and self.parameters[-1] is None:
+                    self.parameters.pop()
+        instr.parent = None
+
+    def replace_instruction(self, old: Instruction, new: Instruction) -> Instruction:
+        """Add ``new`` if needed, redirect all uses of ``old`` to it, and
+        remove ``old``.  Returns ``new``."""
+        if new.parent is None:
+            self.add_instruction(new, new.name or None)
+        old.replace_all_uses_with(new)
+        for p in list(old.control_predecessors):
+            p.add_control_dependency_to(new)
+        for s in list(old.control_successors):
+            new.add_control_dependency_to(s)
+        self.remove_instruction(old)
+        return new
+
+    def get_instruction(self, name: str) -> Instruction | None:
+        if self._names is None:
+            self._names = {i.name: i for i in self._instructions}
+        got = self._names.get(name)
+        if got is None or got.parent is not self or got.name != name:
+            self._names = {i.name: i for i in self._instructions}
+            got = self._names.get(name)
+        return got
+
+    def parameter(self, n: int) -> Instruction:
+        p = self.parameters[n] if n < len(self.parameters) else None
+        if p is None:
+            raise IndexError(f"computation {self.name} has no parameter {n}")
+        return p
+
+    @property
+    def num_parameters(self) -> int:
+        return len(self.parameters)
+
+    def program_shape(self) -> tuple[list[Shape], Shape]:
+        params = [p.shape if p is not None else Shape.tuple(()) for p in self.parameters]
+        return params, self.root.shape if self.root is not None else Shape.tuple(())
+
+    # -- orders --------------------------------------------------------------------
+    def post_order(self) -> list[Instruction]:
+        """XLA's ``MakeInstructionPostOrder``: DFS from every instruction
+        without users (in insertion order), operands first-to-last, control
+        predecessors after operands.  Defines before uses."""
+        order: list[Instruction] = []
+        visited: dict[Instruction, int] = {}  # 1 visiting, 2 done
+        push_order = order.append
+        for root in self._instructions:
+            if root._users:
+                continue
+            if visited.get(root) == 2:
+                continue
+            stack = [root]
+            pop = stack.pop
+            push = stack.append
+            while stack:
+                cur = stack[-1]
+                st = visited.get(cur)
+                if st is None:
+                    visited[cur] = 1
+                    ops = cur.operands
+                    for i in range(len(ops) - 1, -1, -1):
+                        o = ops[i]
+                        if visited.get(o) != 2:
+                            push(o)
+                    for p in cur.control_predecessors:
+                        if visited.get(p) != 2:
+                            push(p)
+                else:
+                    pop()
+                    if st != 2:
+                        visited[cur] = 2
+                        push_order(cur)
+        if len(order) != len(self._instructions):
+            # Instructions only reachable through a cycle or from foreign
+            # users: keep them, in insertion order, so nothing is lost.
+            seen = set(order)
+            order.extend(i for i in self._instructions if i not in seen)
+        return order
+
+    def make_instruction_post_order(self) -> list[Instruction]:
+        return self.post_order()
+
+
+class Module:
+    """An HLO module: computations (callees before callers), an entry, and
+    the header attributes XLA keeps in HloModule/HloModuleConfig."""
+
+    def __init__(self, name: str = "module"):
+        self.name = name
+        self.computations: list[Computation] = []
+        self.entry: Computation | None = None
+        self.is_scheduled = False
+        #: Header attributes other than is_scheduled, in print order, as raw
+        #: text after ``key=`` (entry_computation_layout is rebuilt on print
+        #: when absent).
+        self.header_attrs: dict[str, str] = {}
+        #: (output shape index, parameter number, parameter shape index, kind)
+        self.input_output_alias: list[tuple[tuple[int, ...], int, tuple[int, ...], str]] = []
+        #: (parameter number, parameter shape index)
+        self.buffer_donor: list[tuple[int, tuple[int, ...]]] = []
+        #: FileNames / FunctionNames / FileLocations / StackFrames, verbatim
+        #: rows: {"FileNames": [(id, text)], ...}
+        self.stack_frames: dict[str, list[tuple[int, str]]] | None = None
+        self.filename: str | None = None
+        self._names: set[str] | None = None
+        self._name_counters: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<module {self.name}: {len(self.computations)} computations>"
+
+    # -- computations -----------------------------------------------------------------
+    def add_computation(self, comp: Computation, entry: bool = False) -> Computation:
+        comp.module = self
+        self.computations.append(comp)
+        if entry:
+            self.set_entry(comp)
+        if self._names is not None:
+            for i in comp._instructions:
+                self._names.add(i.name)
+        return comp
+
+    def set_entry(self, comp: Computation) -> None:
+        if self.entry is not None:
+            self.entry.is_entry = False
+        self.entry = comp
+        comp.is_entry = True
+
+    def remove_computation(self, comp: Computation) -> None:
+        self.computations.remove(comp)
+        comp.module = None
+
+    def get_computation(self, name: str) -> Computation | None:
+        for c in self.computations:
+            if c.name == name:
+                return c
+        return None
+
+    def computation_post_order(self) -> list[Computation]:
+        """Callees before callers, entry last (XLA's dfs post order over the
+        call graph, starting from computations in definition order)."""
+        order: list[Computation] = []
+        state: dict[Computation, int] = {}
+        callees_cache: dict[Computation, list[Computation]] = {}
+
+        def callees(c: Computation) -> list[Computation]:
+            got = callees_cache.get(c)
+            if got is None:
+                got = []
+                seen: set[int] = set()
+                for i in c._instructions:
+                    for cc in i.called_computations():
+                        if id(cc) not in seen:
+                            seen.add(id(cc))
+                            got.append(cc)
+                callees_cache[c] = got
+            return got
+
+        roots = [c for c in self.computations if c is not self.entry]
+        if self.entry is not None:
+            roots.append(self.entry)
+        for root in roots:
+            if root in state:
+                continue
+            stack: list[tuple[Computation, int]] = [(root, 0)]
+            state[root] = 1
+            while stack:
+                comp, i = stack[-1]
+                cs = callees(comp)
+                if i < len(cs):
+                    stack[-1] = (comp, i + 1)
+                    nxt = cs[i]
+                    if nxt not in state and nxt.module is self:
+                        state[nxt] = 1
+                        stack.append((nxt, 0))
+                else:
+                    stack.pop()
+                    state[comp] = 2
+                    order.append(comp)
+        return order
+
+    def instructions(self) -> Iterator[Instruction]:
+        for c in self.computations:
+            yield from c._instructions
+
+    @property
+    def instruction_count(self) -> int:
+        return sum(len(c._instructions) for c in self.computations)
+
+    # -- names --------------------------------------------------------------------------
+    def _all_names(self) -> set[str]:
+        if self._names is None:
+            self._names = {i.name for c in self.computations for i in c._instructions}
+            self._names.update(c.name for c in self.computations)
+        return self._names
+
+    def reserve_name(self, name: str) -> None:
+        self._all_names().add(name)
+
+    _SUFFIX = re.compile(r"^(.*?)\.(\d+)$")
+
+    def unique_name(self, base: str) -> str:
+        """XLA NameUniquer style: ``base`` if unused, else ``base.N``."""
+        names = self._all_names()
+        base = base.lstrip("%") or "instr"
+        m = self._SUFFIX.match(base)
+        root = m.group(1) if m else base
+        if base not in names:
+            names.add(base)
+            return base
+        n = self._name_counters.get(root, 0)
+        while True:
+            n += 1
+            cand = f"{root}.{n}"
+            if cand not in names:
+                self._name_counters[root] = n
+                names.add(cand)
+                return cand
+
+    # -- header -----------------------------------------------------------------------
+    def entry_computation_layout(self) -> tuple[list[Shape], Shape] | None:
+        """The parsed ``entry_computation_layout`` header, or None."""
+        text = self.header_attrs.get("entry_computation_layout")
+        if text is None:
+            return None
+        from .attrs import parse_computation_layout
+        return parse_computation_layout(text)
+
+    def set_entry_computation_layout(self, params: Sequence[Shape], result: Shape) -> None:
+        from .attrs import format_computation_layout
+        self.header_attrs["entry_computation_layout"] = format_computation_layout(params, result)
+
+
+def iter_operand_tree(instr: Instruction) -> Iterator[Instruction]:
+    """Instruction and all transitive operands (each once)."""
+    seen: set[Instruction] = set()
+    stack = [instr]
+    while stack:
+        cur = stack.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        yield cur
+        stack.extend(cur.operands)

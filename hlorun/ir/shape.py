@@ -1,0 +1,773 @@
+"""Primitive types, layouts and shapes, with XLA's ShapeUtil semantics.
+
+Shapes and layouts are immutable and interned: the parser builds each distinct
+shape text once, and passes compare shapes cheaply.  Printing follows XLA's
+``ShapeUtil::HumanStringWithLayout`` exactly.
+
+The helpers at the bottom (``reshape_is_bitcast``, ``transpose_is_bitcast``,
+``make_default_layout`` ...) mirror ``xla::ShapeUtil`` / ``xla::LayoutUtil``;
+they are what layout assignment, the reshape decomposer and layout
+normalization reason with (scenario S0).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+# ---------------------------------------------------------------------------
+# Primitive types
+# ---------------------------------------------------------------------------
+
+#: name -> (bit width, kind).  kind: 'pred', 's' (signed int), 'u' (unsigned),
+#: 'f' (floating point), 'c' (complex), 'token', 'opaque'.
+PRIMITIVE_TYPES: dict[str, tuple[int, str]] = {
+    "pred": (8, "pred"),
+    "s1": (1, "s"), "s2": (2, "s"), "s4": (4, "s"), "s8": (8, "s"),
+    "s16": (16, "s"), "s32": (32, "s"), "s64": (64, "s"),
+    "u1": (1, "u"), "u2": (2, "u"), "u4": (4, "u"), "u8": (8, "u"),
+    "u16": (16, "u"), "u32": (32, "u"), "u64": (64, "u"),
+    "f16": (16, "f"), "bf16": (16, "f"), "f32": (32, "f"), "f64": (64, "f"),
+    "f8e5m2": (8, "f"), "f8e4m3": (8, "f"), "f8e4m3fn": (8, "f"),
+    "f8e4m3b11fnuz": (8, "f"), "f8e3m4": (8, "f"), "f8e5m2fnuz": (8, "f"),
+    "f8e4m3fnuz": (8, "f"), "f8e8m0fnu": (8, "f"),
+    "f4e2m1fn": (4, "f"), "f6e3m2fn": (6, "f"), "f6e2m3fn": (6, "f"),
+    "c64": (64, "c"), "c128": (128, "c"),
+    "token": (0, "token"),
+    "opaque": (0, "opaque"),
+}
+
+#: Aliases accepted on input (XLA accepts "opaque_type" for OPAQUE_TYPE).
+_TYPE_ALIASES = {"opaque_type": "opaque"}
+
+#: Regex alternation of every type name, longest first (so f8e4m3fnuz wins
+#: over f8e4m3fn over f8e4m3).
+TYPE_NAME_RE = "|".join(
+    sorted(list(PRIMITIVE_TYPES) + list(_TYPE_ALIASES), key=len, reverse=True)
+)
+
+#: XLA's enum spelling, used in messages ("F32", "OPAQUE_TYPE").
+def type_enum_name(t: str) -> str:
+    return "OPAQUE_TYPE" if t == "opaque" else t.upper()
+
+
+def canonical_type(name: str) -> str:
+    return _TYPE_ALIASES.get(name, name)
+
+
+def bit_width(t: str) -> int:
+    return PRIMITIVE_TYPES[t][0]
+
+
+def is_floating(t: str) -> bool:
+    return PRIMITIVE_TYPES[t][1] == "f"
+
+
+def is_complex(t: str) -> bool:
+    return PRIMITIVE_TYPES[t][1] == "c"
+
+
+def is_integral(t: str) -> bool:
+    return PRIMITIVE_TYPES[t][1] in ("s", "u")
+
+
+def is_signed_integral(t: str) -> bool:
+    return PRIMITIVE_TYPES[t][1] == "s"
+
+
+def is_unsigned_integral(t: str) -> bool:
+    return PRIMITIVE_TYPES[t][1] == "u"
+
+
+def is_array_type(t: str) -> bool:
+    return PRIMITIVE_TYPES[t][1] not in ("token", "opaque")
+
+
+def is_f8(t: str) -> bool:
+    return t.startswith("f8")
+
+
+def byte_width(t: str) -> int:
+    """Bytes per element as XLA stores an unpacked element (s4 -> 1)."""
+    bits = bit_width(t)
+    return max(1, (bits + 7) // 8) if bits else 0
+
+
+# ---------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------
+
+#: Tile dimension that combines dimensions (printed as '*').
+COMBINE_DIMENSION = -(2**63)
+#: Size of an unbounded dynamic dimension (printed as '?').
+UNBOUNDED_SIZE = -(2**63)
+
+
+class Layout:
+    """A dense layout: minor_to_major plus XLA's optional layout extras.
+
+    Printed as ``{minor_to_major:T(tiles)L(n)#(t)*(t)E(n)S(n)SC(..)P(shape)M(n)}``
+    with every empty extra omitted, exactly like ``xla::Layout::Print``.
+    """
+
+    __slots__ = (
+        "minor_to_major", "tiles", "tail_padding_alignment", "index_type",
+        "pointer_type", "element_size_in_bits", "memory_space", "split_configs",
+        "physical_shape", "dynamic_metadata_prefix_bytes", "_str", "_key",
+    )
+
+    def __init__(
+        self,
+        minor_to_major: Sequence[int],
+        tiles: Sequence[Sequence[int]] = (),
+        tail_padding_alignment: int = 1,
+        index_type: str | None = None,
+        pointer_type: str | None = None,
+        element_size_in_bits: int = 0,
+        memory_space: int = 0,
+        split_configs: Sequence[tuple[int, tuple[int, ...]]] = (),
+        physical_shape: "Shape | None" = None,
+        dynamic_metadata_prefix_bytes: int = 0,
+    ):
+        self.minor_to_major = tuple(minor_to_major)
+        self.tiles = tuple(tuple(t) for t in tiles)
+        self.tail_padding_alignment = tail_padding_alignment
+        self.index_type = index_type
+        self.pointer_type = pointer_type
+        self.element_size_in_bits = element_size_in_bits
+        self.memory_space = memory_space
+        self.split_configs = tuple((d, tuple(ix)) for d, ix in split_configs)
+        self.physical_shape = physical_shape
+        self.dynamic_metadata_prefix_bytes = dynamic_metadata_prefix_bytes
+        self._str: str | None = None
+        self._key = (
+            self.minor_to_major, self.tiles, tail_padding_alignment, index_type,
+            pointer_type, element_size_in_bits, memory_space, self.split_configs,
+            None if physical_shape is None else str(physical_shape),
+            dynamic_metadata_prefix_bytes,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Layout({self})"
+
+    def __str__(self) -> str:
+        if self._str is None:
+            self._str = self._format()
+        return self._str
+
+    @property
+    def has_extras(self) -> bool:
+        """True if anything beyond minor_to_major is set (tiles, E(), S() ...)."""
+        return self._key[1:] != ((), 1, None, None, 0, 0, (), None, 0)
+
+    def _format(self) -> str:
+        parts = [",".join(str(d) for d in self.minor_to_major)]
+        extra: list[str] = []
+        if self.tiles:
+            extra.append("T" + "".join(
+                "(" + ",".join("*" if d == COMBINE_DIMENSION else str(d) for d in t) + ")"
+                for t in self.tiles))
+        if self.tail_padding_alignment != 1:
+            extra.append(f"L({self.tail_padding_alignment})")
+        if self.index_type is not None:
+            extra.append(f"#({self.index_type})")
+        if self.pointer_type is not None:
+            extra.append(f"*({self.pointer_type})")
+        if self.element_size_in_bits:
+            extra.append(f"E({self.element_size_in_bits})")
+        if self.memory_space:
+            extra.append(f"S({self.memory_space})")
+        if self.split_configs:
+            extra.append("SC" + "".join(
+                f"({d}:{','.join(str(i) for i in ix)})" for d, ix in self.split_configs))
+        if self.physical_shape is not None:
+            extra.append(f"P({self.physical_shape})")
+        if self.dynamic_metadata_prefix_bytes:
+            extra.append(f"M({self.dynamic_metadata_prefix_bytes})")
+        if extra:
+            parts.append(":" + "".join(extra))
+        return "{" + "".join(parts) + "}"
+
+    def with_minor_to_major(self, minor_to_major: Sequence[int]) -> "Layout":
+        """The same layout extras with a different dimension order."""
+        return Layout(
+            minor_to_major, self.tiles, self.tail_padding_alignment,
+            self.index_type, self.pointer_type, self.element_size_in_bits,
+            self.memory_space, self.split_configs, self.physical_shape,
+            self.dynamic_metadata_prefix_bytes,
+        )
+
+
+@lru_cache(maxsize=None)
+def default_layout(rank: int) -> Layout:
+    """XLA's default (descending, row-major) layout: {rank-1,...,1,0}."""
+    return Layout(tuple(range(rank - 1, -1, -1)))
+
+
+# ---------------------------------------------------------------------------
+# Shape
+# ---------------------------------------------------------------------------
+
+
+class Shape:
+    """An array, tuple, token/opaque or buffer shape.
+
+    Arrays: ``element_type`` (type name), ``dimensions`` (tuple of ints),
+    ``dynamic`` (tuple of bools, or ``None`` when fully static) and ``layout``
+    (``None`` when the text had none).  Tuples: ``tuple_shapes``.  A buffer
+    shape ``b(...)`` wraps its array shape in ``buffer_of``.
+    """
+
+    __slots__ = (
+        "element_type", "dimensions", "dynamic", "layout", "tuple_shapes",
+        "buffer_of", "_str", "_str_nolayout", "_key",
+    )
+
+    def __init__(
+        self,
+        element_type: str,
+        dimensions: Sequence[int] = (),
+        layout: Layout | None = None,
+        dynamic: Sequence[bool] | None = None,
+        tuple_shapes: Sequence["Shape"] | None = None,
+        buffer_of: "Shape | None" = None,
+    ):
+        self.element_type = element_type
+        self.dimensions = tuple(dimensions)
+        self.dynamic = tuple(dynamic) if dynamic is not None and any(dynamic) else None
+        self.layout = layout
+        self.tuple_shapes = tuple(tuple_shapes) if tuple_shapes is not None else None
+        self.buffer_of = buffer_of
+        self._str: str | None = None
+        self._str_nolayout: str | None = None
+        if self.tuple_shapes is not None:
+            self._key = ("(", tuple(s._key for s in self.tuple_shapes))
+        elif buffer_of is not None:
+            self._key = ("b", buffer_of._key)
+        else:
+            self._key = (element_type, self.dimensions, self.dynamic, layout)
+
+    # -- constructors -----------------------------------------------------
+    @staticmethod
+    def array(element_type: str, dimensions: Sequence[int],
+              layout: Layout | Sequence[int] | None = "default",  # type: ignore[assignment]
+              dynamic: Sequence[bool] | None = None) -> "Shape":
+        """An array shape; ``layout`` may be a Layout, a minor_to_major list,
+        ``None`` (no layout) or ``"default"`` (descending)."""
+        dims = tuple(dimensions)
+        if isinstance(layout, str):
+            layout = default_layout(len(dims)) if is_array_type(element_type) else None
+        elif layout is not None and not isinstance(layout, Layout):
+            layout = Layout(layout)
+        return intern(Shape(element_type, dims, layout, dynamic))
+
+    @staticmethod
+    def tuple(shapes: Iterable["Shape"]) -> "Shape":
+        return intern(Shape("tuple", (), None, None, tuple(shapes)))
+
+    @staticmethod
+    def token() -> "Shape":
+        return intern(Shape("token"))
+
+    # -- identity ---------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Shape) and self._key == other._key)
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Shape({self})"
+
+    def __str__(self) -> str:
+        if self._str is None:
+            self._str = self._format(True)
+        return self._str
+
+    def to_string(self, with_layout: bool = True) -> str:
+        if with_layout:
+            return str(self)
+        if self._str_nolayout is None:
+            self._str_nolayout = self._format(False)
+        return self._str_nolayout
+
+    def _format(self, with_layout: bool) -> str:
+        if self.tuple_shapes is not None:
+            if not self.tuple_shapes:
+                return "()"
+            out = []
+            for i, s in enumerate(self.tuple_shapes):
+                if i == 0:
+                    pass
+                elif i % 5 == 0:
+                    out.append(f", /*index={i}*/")
+                else:
+                    out.append(", ")
+                out.append(s.to_string(with_layout))
+            return "(" + "".join(out) + ")"
+        if self.buffer_of is not None:
+            return "b(" + self.buffer_of.to_string(with_layout) + ")"
+        t = self.element_type
+        if not self.dimensions:
+            text = t + "[]"
+        else:
+            if self.dynamic is None:
+                dims = ",".join(str(d) for d in self.dimensions)
+            else:
+                dims = ",".join(
+                    ("?" if d == UNBOUNDED_SIZE else f"<={d}") if dyn else str(d)
+                    for d, dyn in zip(self.dimensions, self.dynamic))
+            text = f"{t}[{dims}]"
+        if with_layout and self.layout is not None and is_array_type(t):
+            ls = str(self.layout)
+            if self.dimensions or ls != "{}":
+                text += ls
+        return text
+
+    # -- queries ----------------------------------------------------------
+    @property
+    def is_tuple(self) -> bool:
+        return self.tuple_shapes is not None
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.buffer_of is not None
+
+    @property
+    def is_array(self) -> bool:
+        return (self.tuple_shapes is None and self.buffer_of is None
+                and is_array_type(self.element_type))
+
+    @property
+    def is_token(self) -> bool:
+        return self.element_type == "token"
+
+    @property
+    def rank(self) -> int:
+        return len(self.dimensions)
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.is_array and not self.dimensions
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.dynamic is not None
+
+    def is_dynamic_dimension(self, i: int) -> bool:
+        return self.dynamic is not None and self.dynamic[i]
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self.dimensions) if self.is_array else 0
+
+    @property
+    def has_layout(self) -> bool:
+        if self.tuple_shapes is not None:
+            return all(s.has_layout for s in self.tuple_shapes)
+        if self.buffer_of is not None:
+            return self.buffer_of.has_layout
+        return self.layout is not None or not is_array_type(self.element_type)
+
+    @property
+    def minor_to_major(self) -> tuple[int, ...]:
+        return (self.layout or default_layout(len(self.dimensions))).minor_to_major
+
+    def byte_size(self, pointer_size: int = 8) -> int:
+        """Bytes of this shape's buffer (tuples: the pointer table only),
+        like ``ShapeUtil::ByteSizeOf`` (sub-byte types packed per
+        ``E()`` element size, otherwise one byte per element)."""
+        if self.tuple_shapes is not None:
+            return pointer_size * len(self.tuple_shapes)
+        if self.buffer_of is not None:
+            return self.buffer_of.byte_size(pointer_size)
+        if not is_array_type(self.element_type):
+            return 0
+        n = self.element_count
+        bits = bit_width(self.element_type)
+        if self.layout is not None and self.layout.element_size_in_bits:
+            return (n * self.layout.element_size_in_bits + 7) // 8
+        if bits < 8:
+            return n
+        return n * bits // 8
+
+    def leaves(self, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], "Shape"]]:
+        """(shape index, leaf array shape) pairs in depth-first order."""
+        if self.tuple_shapes is None:
+            return [(index, self)]
+        out: list[tuple[tuple[int, ...], Shape]] = []
+        for i, s in enumerate(self.tuple_shapes):
+            out.extend(s.leaves(index + (i,)))
+        return out
+
+    def subshape(self, index: Sequence[int]) -> "Shape":
+        s = self
+        for i in index:
+            if s.tuple_shapes is None or not 0 <= i < len(s.tuple_shapes):
+                raise IndexError(f"shape index {{{','.join(map(str, index))}}} invalid for {self}")
+            s = s.tuple_shapes[i]
+        return s
+
+    # -- derived shapes ----------------------------------------------------
+    def with_layout(self, layout: Layout | Sequence[int] | None) -> "Shape":
+        if layout is not None and not isinstance(layout, Layout):
+            layout = Layout(layout)
+        return intern(Shape(self.element_type, self.dimensions, layout,
+                            self.dynamic))
+
+    def with_default_layout(self) -> "Shape":
+        if self.tuple_shapes is not None:
+            return Shape.tuple(s.with_default_layout() for s in self.tuple_shapes)
+        if self.buffer_of is not None:
+            return intern(Shape("buffer", buffer_of=self.buffer_of.with_default_layout()))
+        if not is_array_type(self.element_type):
+            return self
+        return self.with_layout(default_layout(len(self.dimensions)))
+
+    def with_default_layout_if_missing(self) -> "Shape":
+        if self.has_layout:
+            return self
+        if self.tuple_shapes is not None:
+            return Shape.tuple(s.with_default_layout_if_missing() for s in self.tuple_shapes)
+        if self.buffer_of is not None:
+            return intern(Shape("buffer", buffer_of=self.buffer_of.with_default_layout_if_missing()))
+        return self.with_default_layout()
+
+    def with_element_type(self, element_type: str) -> "Shape":
+        return intern(Shape(element_type, self.dimensions, self.layout, self.dynamic))
+
+    def with_dimensions(self, dimensions: Sequence[int], layout: Layout | Sequence[int] | None | str = "default") -> "Shape":
+        return Shape.array(self.element_type, dimensions, layout)
+
+    def without_layout(self) -> "Shape":
+        if self.tuple_shapes is not None:
+            return Shape.tuple(s.without_layout() for s in self.tuple_shapes)
+        return intern(Shape(self.element_type, self.dimensions, None, self.dynamic))
+
+
+_INTERN: dict[tuple, Shape] = {}
+
+
+def intern(shape: Shape) -> Shape:
+    """Return the canonical instance of an equal shape."""
+    got = _INTERN.get(shape._key)
+    if got is None:
+        _INTERN[shape._key] = shape
+        return shape
+    return got
+
+
+# ---------------------------------------------------------------------------
+# Shape comparisons (ShapeUtil)
+# ---------------------------------------------------------------------------
+
+
+def compatible(a: Shape, b: Shape) -> bool:
+    """``ShapeUtil::Compatible``: same structure, types and dimensions;
+    layouts ignored."""
+    if a is b:
+        return True
+    if a.tuple_shapes is not None or b.tuple_shapes is not None:
+        if a.tuple_shapes is None or b.tuple_shapes is None:
+            return False
+        return len(a.tuple_shapes) == len(b.tuple_shapes) and all(
+            compatible(x, y) for x, y in zip(a.tuple_shapes, b.tuple_shapes))
+    if a.buffer_of is not None or b.buffer_of is not None:
+        return (a.buffer_of is not None and b.buffer_of is not None
+                and compatible(a.buffer_of, b.buffer_of))
+    return (a.element_type == b.element_type and a.dimensions == b.dimensions
+            and a.dynamic == b.dynamic)
+
+
+def compatible_ignoring_element_type(a: Shape, b: Shape) -> bool:
+    if a.tuple_shapes is not None or b.tuple_shapes is not None:
+        if a.tuple_shapes is None or b.tuple_shapes is None:
+            return False
+        return len(a.tuple_shapes) == len(b.tuple_shapes) and all(
+            compatible_ignoring_element_type(x, y)
+            for x, y in zip(a.tuple_shapes, b.tuple_shapes))
+    return a.dimensions == b.dimensions and a.dynamic == b.dynamic
+
+
+def equal_ignoring_element_type(a: Shape, b: Shape) -> bool:
+    return (a.dimensions == b.dimensions and a.dynamic == b.dynamic
+            and a.layout == b.layout and a.is_array and b.is_array)
+
+
+# ---------------------------------------------------------------------------
+# Index arithmetic (IndexUtil)
+# ---------------------------------------------------------------------------
+
+
+def _linear_index_physical(dims: Sequence[int], minor_to_major: Sequence[int],
+                           index: Sequence[int]) -> int:
+    """``IndexUtil::MultidimensionalIndexToLinearIndex`` (physical order)."""
+    linear = 0
+    scale = 1
+    for d in minor_to_major:
+        linear += index[d] * scale
+        scale *= dims[d]
+    return linear
+
+
+def _multi_index_row_major(dims: Sequence[int], linear: int) -> list[int]:
+    """Inverse of the logical (dim-0-major) linear index."""
+    index = [0] * len(dims)
+    for d in range(len(dims) - 1, -1, -1):
+        size = dims[d]
+        if size:
+            index[d] = linear % size
+            linear //= size
+    return index
+
+
+def _linear_row_major(dims: Sequence[int], index: Sequence[int]) -> int:
+    linear = 0
+    for d, size in enumerate(dims):
+        linear = linear * size + index[d]
+    return linear
+
+
+def reshape_is_bitcast(input_shape: Shape, output_shape: Shape,
+                       ignore_element_type: bool = False) -> bool:
+    """``ShapeUtil::ReshapeIsBitcast``: does reshaping ``input_shape`` into
+    ``output_shape`` leave every element at the same physical position?
+
+    Both shapes must be arrays with layouts.  Like XLA, only
+    ``minor_to_major`` matters (tiles are not consulted), zero-element shapes
+    are trivially bitcasts, and the check is done on *unit indices* in both
+    directions: an index with a single 1 in a dimension of size > 1 must map
+    to the same physical offset in the other shape.
+    """
+    if not ignore_element_type and input_shape.element_type != output_shape.element_type:
+        return False
+    n = input_shape.element_count
+    if n != output_shape.element_count:
+        return False
+    if n == 0:
+        return True
+    return (_unit_indices_preserved(input_shape, output_shape)
+            and _unit_indices_preserved(output_shape, input_shape))
+
+
+def _unit_indices_preserved(a: Shape, b: Shape) -> bool:
+    adims, bdims = a.dimensions, b.dimensions
+    am2m, bm2m = a.minor_to_major, b.minor_to_major
+    for dim, size in enumerate(adims):
+        if size <= 1:
+            continue
+        unit = [0] * len(adims)
+        unit[dim] = 1
+        logical = _linear_row_major(adims, unit)
+        bindex = _multi_index_row_major(bdims, logical)
+        if (_linear_index_physical(adims, am2m, unit)
+                != _linear_index_physical(bdims, bm2m, bindex)):
+            return False
+    return True
+
+
+def compose_permutations(p1: Sequence[int], p2: Sequence[int]) -> tuple[int, ...]:
+    """``ComposePermutations(p1, p2)[i] = p1[p2[i]]``."""
+    return tuple(p1[i] for i in p2)
+
+
+def inverse_permutation(p: Sequence[int]) -> tuple[int, ...]:
+    out = [0] * len(p)
+    for i, v in enumerate(p):
+        out[v] = i
+    return tuple(out)
+
+
+def transpose_is_bitcast(input_shape: Shape, output_shape: Shape,
+                         dimension_mapping: Sequence[int],
+                         ignore_element_type: bool = False) -> bool:
+    """``ShapeUtil::TransposeIsBitcast``: the transpose with the given
+    permutation only relabels dimensions (minor_to_major composes)."""
+    if not ignore_element_type and input_shape.element_type != output_shape.element_type:
+        return False
+    return (compose_permutations(dimension_mapping, output_shape.minor_to_major)
+            == tuple(input_shape.minor_to_major))
+
+
+def is_permutation(p: Sequence[int], rank: int) -> bool:
+    return len(p) == rank and sorted(p) == list(range(rank))
+
+
+def is_descending_layout(shape: Shape) -> bool:
+    """True if the array layout is the default {rank-1,...,0} (ignores extras)."""
+    return tuple(shape.minor_to_major) == tuple(range(shape.rank - 1, -1, -1))
+
+
+def is_monotonic_with_dim0_major(shape: Shape) -> bool:
+    """``LayoutUtil::IsMonotonicWithDim0Major``."""
+    return is_descending_layout(shape)
+
+
+def make_shape_with_descending_layout_and_same_physical_layout(shape: Shape) -> Shape:
+    """``ShapeUtil::MakeShapeWithDescendingLayoutAndSamePhysicalLayout``:
+    dimensions reordered major-to-minor, default layout; keeps layout extras."""
+    m2m = shape.minor_to_major
+    dims = [shape.dimensions[d] for d in reversed(m2m)]
+    layout = default_layout(len(dims))
+    if shape.layout is not None and shape.layout.has_extras:
+        layout = shape.layout.with_minor_to_major(layout.minor_to_major)
+    dyn = None
+    if shape.dynamic is not None:
+        dyn = [shape.dynamic[d] for d in reversed(m2m)]
+    return intern(Shape(shape.element_type, dims, layout, dyn))
+
+
+def dims_physical_major_to_minor(shape: Shape) -> list[int]:
+    """The logical dimension numbers from most major to most minor."""
+    return list(reversed(shape.minor_to_major))
+
+
+def byte_size_of_elements(shape: Shape) -> int:
+    return shape.byte_size()
+
+
+# ---------------------------------------------------------------------------
+# Shape text parsing (used by the parser for the SHAPE token, cached)
+# ---------------------------------------------------------------------------
+
+_ARRAY_RE = re.compile(
+    r"(?P<t>" + TYPE_NAME_RE + r")\[(?P<dims>[^\]]*)\](?:(?P<layout>\{.*\}))?\Z",
+    re.S)
+
+
+class ShapeSyntaxError(ValueError):
+    """Malformed shape text; ``offset`` is relative to the shape's start."""
+
+    def __init__(self, message: str, offset: int = 0):
+        super().__init__(message)
+        self.offset = offset
+
+
+@lru_cache(maxsize=65536)
+def parse_array_shape(text: str, fill_layout: bool = True) -> Shape:
+    """Parse one array shape token such as ``f32[2,<=3]{1,0:T(8,128)}``."""
+    m = _ARRAY_RE.match(text)
+    if not m:
+        raise ShapeSyntaxError(f"malformed shape '{text}'")
+    t = canonical_type(m.group("t"))
+    dims_text = m.group("dims").strip()
+    dims: list[int] = []
+    dyn: list[bool] = []
+    if dims_text:
+        for part in dims_text.split(","):
+            p = part.strip()
+            if p == "?":
+                dims.append(UNBOUNDED_SIZE)
+                dyn.append(True)
+                continue
+            is_dyn = p.startswith("<=")
+            if is_dyn:
+                p = p[2:].strip()
+            try:
+                v = int(p)
+            except ValueError:
+                raise ShapeSyntaxError(
+                    f"expects integer dimension size, saw '{part.strip()}'",
+                    m.start("dims")) from None
+            if v < 0:
+                raise ShapeSyntaxError(f"invalid dimension size {v}", m.start("dims"))
+            dims.append(v)
+            dyn.append(is_dyn)
+    layout = None
+    layout_text = m.group("layout")
+    if layout_text is not None:
+        layout = parse_layout(layout_text)
+        if len(layout.minor_to_major) != len(dims) and is_array_type(t):
+            raise ShapeSyntaxError(
+                f"Dimensions size is {len(dims)}, but minor to major size is "
+                f"{len(layout.minor_to_major)}.", m.start("layout"))
+        if layout.physical_shape is not None:
+            raise ShapeSyntaxError(
+                "Layout has physical shape, but is not for a sparse array: "
+                f"{layout}", m.start("layout"))
+        if sorted(layout.minor_to_major) != list(range(len(dims))):
+            raise ShapeSyntaxError(
+                f"layout {layout} is not a permutation of the {len(dims)} dimensions",
+                m.start("layout"))
+    elif (fill_layout or not dims) and is_array_type(t):
+        layout = default_layout(len(dims))
+    return intern(Shape(t, dims, layout, dyn if any(dyn) else None))
+
+
+_LAYOUT_ITEM_RE = re.compile(
+    r"\s*(?:(?P<D>D)\((?P<dv>[^)]*)\)|(?P<T>T)(?P<tv>(?:\([^)]*\))+)|L\((?P<L>-?\d+)\)"
+    r"|#\((?P<idx>\w+)\)|\*\((?P<ptr>\w+)\)|E\((?P<E>-?\d+)\)|S\((?P<S>-?\d+)\)"
+    r"|SC(?P<SC>(?:\([^)]*\))+)|P\((?P<P>.*)\)|M\((?P<M>-?\d+)\))")
+
+
+@lru_cache(maxsize=4096)
+def parse_layout(text: str) -> Layout:
+    """Parse ``{1,0:T(8,128)(2,1)E(4)S(1)}`` (braces included)."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise ShapeSyntaxError(f"malformed layout '{text}'")
+    body = body[1:-1]
+    m2m_text, _, extras = body.partition(":")
+    m2m: list[int] = []
+    if m2m_text.strip():
+        for p in m2m_text.split(","):
+            try:
+                m2m.append(int(p))
+            except ValueError:
+                raise ShapeSyntaxError(f"expects integer in layout, saw '{p.strip()}'") from None
+    kw: dict = {}
+    pos = 0
+    extras = extras.rstrip()
+    while pos < len(extras):
+        m = _LAYOUT_ITEM_RE.match(extras, pos)
+        if not m or m.end() == pos:
+            bad = extras[pos:].strip()
+            if bad.startswith("D"):
+                raise ShapeSyntaxError("expected a DimLevelType abbreviation (D, C, or S)")
+            raise ShapeSyntaxError(f"unexpected '{bad}' in layout {text}")
+        pos = m.end()
+        if m.group("D"):
+            for item in m.group("dv").split(","):
+                it = item.strip().rstrip("+~")
+                if it and it not in ("D", "C", "S", "H"):
+                    raise ShapeSyntaxError("expected a DimLevelType abbreviation (D, C, or S)")
+        elif m.group("T"):
+            tiles = []
+            for t in re.findall(r"\(([^)]*)\)", m.group("tv")):
+                dims = []
+                for d in t.split(","):
+                    d = d.strip()
+                    if not d:
+                        continue
+                    dims.append(COMBINE_DIMENSION if d == "*" else int(d))
+                tiles.append(tuple(dims))
+            kw["tiles"] = tiles
+        elif m.group("L") is not None:
+            kw["tail_padding_alignment"] = int(m.group("L"))
+        elif m.group("idx") is not None:
+            kw["index_type"] = m.group("idx")
+        elif m.group("ptr") is not None:
+            kw["pointer_type"] = m.group("ptr")
+        elif m.group("E") is not None:
+            kw["element_size_in_bits"] = int(m.group("E"))
+        elif m.group("S") is not None:
+            kw["memory_space"] = int(m.group("S"))
+        elif m.group("SC") is not None:
+            scs = []
+            for sc in re.findall(r"\(([^)]*)\)", m.group("SC")):
+                d, _, rest = sc.partition(":")
+                scs.append((int(d), tuple(int(x) for x in rest.split(",") if x.strip())))
+            kw["split_configs"] = scs
+        elif m.group("P") is not None:
+            kw["physical_shape"] = parse_array_shape(m.group("P").strip())
+        elif m.group("M") is not None:
+            kw["dynamic_metadata_prefix_bytes"] = int(m.group("M"))
+    return Layout(m2m, **kw)
