@@ -85,7 +85,10 @@ def _describe(terminals) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
-_SKIP = r"(?:[ \t\r\n]+|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*)*"
+# Whitespace and comments, written unambiguously (no nested quantifiers
+# over the same characters) so a failing match cannot backtrack
+# exponentially.
+_SKIP = r"[ \t\r\n]*(?:(?:/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n\r]*(?=[\n\r]|\Z))[ \t\r\n]*)*"
 
 
 class _Scanner:
@@ -147,6 +150,7 @@ class _Builder(Transformer):
         self._last_pos = 0
         self.nest_depth: dict[Instruction, int] = {}
         self._async_users: dict[str, bool] = {}
+        self.saw_compact_gte = False
 
     # -- helpers --------------------------------------------------------------
     def fail(self, message: str, offset: int):
@@ -237,6 +241,7 @@ class _Builder(Transformer):
                 return self.missing_operand(key, declared)
             self.fail(f"instruction does not exist: {key}", offset)
         if gte:
+            self.saw_compact_gte = True
             cur = instr
             cur_name = key
             for ix in re.findall(r"#(-?\d+)", gte):
@@ -746,6 +751,7 @@ class _Builder(Transformer):
             m.name = "module_" + (entry.name if entry else "")
         if frames is not None:
             m.stack_frames = frames
+        m.compact_gte = self.saw_compact_gte
         return m
 
     def start(self, c):
@@ -789,7 +795,7 @@ class _Builder(Transformer):
 
 
 _SINGLE_RE = re.compile(
-    r"(?:\s+|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*)*(?:ROOT\s|%?[A-Za-z_][\w.\-]*[ \t]*=(?!=)|[a-z][a-z0-9]*\[|\()")
+    _SKIP + r"(?:ROOT\s|%?[A-Za-z_][\w.\-]*[ \t]*=(?!=)|[a-z][a-z0-9]*\[|\()")
 
 _OPND_RE = re.compile(
     r"\s*(?:,\s*)?(?:([a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?)\s+)?"

@@ -36,7 +36,9 @@ class PrintOptions:
     control_dependencies: bool = True
     index_annotation_interval: int = 5
     canonical_names: bool = False
-    compact_gte: bool = False
+    #: Print get-tuple-elements as ``%x#0`` operands (XLA's
+    #: --xla_dump_compact_gte).  None: as the module was written.
+    compact_gte: bool | None = None
     large_constants: bool = True
     stack_frames: bool = True
 
@@ -67,12 +69,14 @@ def print_module(module: Module, canonical: bool = False,
                  form: str | PrintOptions | None = None) -> str:
     """Print a module.  ``canonical=True`` is the fingerprint form."""
     opts = _options(form, canonical)
+    if opts.compact_gte is None:
+        opts = replace(opts, compact_gte=module.compact_gte)
     out: list[str] = []
     out.append(_header(module, opts))
     if opts.stack_frames and opts.metadata and module.stack_frames:
         out.append(_stack_frames(module))
     out.append("\n\n")
-    for comp in module.computation_post_order():
+    for comp in module.print_order():
         out.append(print_computation(comp, opts, scheduled=module.is_scheduled))
         out.append("\n\n")
     return "".join(out)
@@ -140,6 +144,8 @@ def instruction_order(comp: Computation, scheduled: bool = False) -> list[Instru
 def print_computation(comp: Computation, opts: PrintOptions | None = None,
                       scheduled: bool = False) -> str:
     opts = opts or PRESETS["full"]
+    if opts.compact_gte is None:
+        opts = replace(opts, compact_gte=bool(comp.module and comp.module.compact_gte))
     pct = "%" if opts.percent else ""
     head = ("ENTRY " if comp.is_entry else "") + pct + comp.name
     if opts.program_shape:
@@ -204,6 +210,8 @@ def print_instruction(instr: Instruction, opts: PrintOptions | None = None,
                       names: "_NameMap | None" = None) -> str:
     """One instruction without indentation or ROOT: ``%x = f32[] add(%a, %b)``."""
     opts = opts or PRESETS["full"]
+    if opts.compact_gte is None:
+        opts = replace(opts, compact_gte=False)
     if names is None:
         names = _NameMap(opts)
     opcode = instr.opcode

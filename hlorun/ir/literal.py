@@ -214,6 +214,17 @@ def _parse_dense(text: str, shape: Shape, want_values: bool) -> list | None:
             raise LiteralError("expects a scalar literal", toks[0][2] if toks else 0)
         v = _check_scalar(core[0][0], core[0][1], t, core[0][2])
         return [v] if want_values else None
+    if n == 1 and toks[0][0] in ("num", "bool", "nan", "inf"):
+        # A bare scalar for an array shape: XLA's parser ignores the nesting
+        # error here and stores the value as the first element (the others
+        # stay zero).  Mirror that verdict and that value.
+        v = _check_scalar(toks[0][0], toks[0][1], t, toks[0][2])
+        if want_values:
+            count = 1
+            for d in dims:
+                count *= d
+            values = [v] + [0] * (count - 1) if count else []
+        return values
     while i < n:
         kind, tok, off = toks[i]
         if kind == "lb":

@@ -140,7 +140,11 @@ class Instruction:
 
     # -- attributes ---------------------------------------------------------------
     def called_computations(self) -> list["Computation"]:
+        """Called computations in XLA's order (while: body, condition)."""
         out: list[Computation] = []
+        if self.opcode == "while":
+            b, c = self.attrs.get("body"), self.attrs.get("condition")
+            return [x for x in (b, c) if isinstance(x, Computation)]
         for v in self.attrs.values():
             if isinstance(v, Computation):
                 out.append(v)
@@ -417,6 +421,9 @@ class Module:
         #: rows: {"FileNames": [(id, text)], ...}
         self.stack_frames: dict[str, list[tuple[int, str]]] | None = None
         self.filename: str | None = None
+        #: The text used compact get-tuple-element operands (``%x#0``);
+        #: printing follows suit.
+        self.compact_gte = False
         self._names: set[str] | None = None
         self._name_counters: dict[str, int] = {}
 
@@ -450,47 +457,44 @@ class Module:
                 return c
         return None
 
+    def print_order(self) -> list[Computation]:
+        """Computations in the order they were written if every callee comes
+        before its callers (so text round-trips byte for byte), else
+        :meth:`computation_post_order`."""
+        pos = {c: i for i, c in enumerate(self.computations)}
+        for i, c in enumerate(self.computations):
+            for instr in c._instructions:
+                if instr.attrs:
+                    for callee in instr.called_computations():
+                        if pos.get(callee, -1) >= i:
+                            return self.computation_post_order()
+        return list(self.computations)
+
     def computation_post_order(self) -> list[Computation]:
-        """Callees before callers, entry last (XLA's dfs post order over the
-        call graph, starting from computations in definition order)."""
+        """XLA's ``MakeComputationPostOrder(dfs_postorder=true)``: for each
+        computation nobody calls (in module order), its embedded
+        computations (callees first) and then itself."""
+        called: set[Computation] = set()
+        for c in self.computations:
+            for i in c._instructions:
+                if i.attrs:
+                    called.update(i.called_computations())
+        added: set[Computation] = set()
         order: list[Computation] = []
-        state: dict[Computation, int] = {}
-        callees_cache: dict[Computation, list[Computation]] = {}
-
-        def callees(c: Computation) -> list[Computation]:
-            got = callees_cache.get(c)
-            if got is None:
-                got = []
-                seen: set[int] = set()
-                for i in c._instructions:
-                    for cc in i.called_computations():
-                        if id(cc) not in seen:
-                            seen.add(id(cc))
-                            got.append(cc)
-                callees_cache[c] = got
-            return got
-
-        roots = [c for c in self.computations if c is not self.entry]
-        if self.entry is not None:
-            roots.append(self.entry)
-        for root in roots:
-            if root in state:
+        for comp in self.computations:
+            if comp in called:
                 continue
-            stack: list[tuple[Computation, int]] = [(root, 0)]
-            state[root] = 1
-            while stack:
-                comp, i = stack[-1]
-                cs = callees(comp)
-                if i < len(cs):
-                    stack[-1] = (comp, i + 1)
-                    nxt = cs[i]
-                    if nxt not in state and nxt.module is self:
-                        state[nxt] = 1
-                        stack.append((nxt, 0))
-                else:
-                    stack.pop()
-                    state[comp] = 2
-                    order.append(comp)
+            for emb in embedded_computations(comp):
+                if emb not in added:
+                    added.add(emb)
+                    order.append(emb)
+            if comp not in added:
+                added.add(comp)
+                order.append(comp)
+        if len(order) != len(self.computations):
+            # Call cycles or computations reachable only from themselves:
+            # keep everything printable.
+            order.extend(c for c in self.computations if c not in added)
         return order
 
     def instructions(self) -> Iterator[Instruction]:
@@ -543,6 +547,34 @@ class Module:
     def set_entry_computation_layout(self, params: Sequence[Shape], result: Shape) -> None:
         from .attrs import format_computation_layout
         self.header_attrs["entry_computation_layout"] = format_computation_layout(params, result)
+
+
+def embedded_computations(comp: Computation) -> list[Computation]:
+    """``MakeEmbeddedComputationsList``: computations called (transitively)
+    from ``comp``, callees before callers, ``comp`` itself excluded."""
+    visited: set[Computation] = set()
+    order: list[Computation] = []
+    for instr in comp._instructions:
+        if not instr.attrs:
+            continue
+        stack: list[tuple[Computation, Iterator[Instruction]]] = []
+        for callee in reversed(instr.called_computations()):
+            if callee not in visited:
+                visited.add(callee)
+                stack.append((callee, iter(list(callee._instructions))))
+        while stack:
+            cur, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(cur)
+                continue
+            if nxt.attrs:
+                for callee in reversed(nxt.called_computations()):
+                    if callee not in visited:
+                        visited.add(callee)
+                        stack.append((callee, iter(list(callee._instructions))))
+    return order
 
 
 def iter_operand_tree(instr: Instruction) -> Iterator[Instruction]:
