@@ -26,8 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Transformer
 
 from .ir import attrs as A
 from .ir.literal import Literal, LiteralError, validate_literal
@@ -51,6 +50,16 @@ def grammar_path() -> Path:
         return local
     from importlib import resources
     return Path(str(resources.files("hlorun.grammars").joinpath("hlo.lark")))
+
+
+class Tok(str):
+    """A token: its text, terminal name and start offset (nothing else, so
+    making one is cheap)."""
+
+    __slots__ = ("type", "start_pos")
+
+
+Token = Tok
 
 
 class _Fail(Exception):
@@ -97,8 +106,8 @@ class _Scanner:
     def __init__(self, lark: Lark):
         self.terminals = {t.name: t for t in lark.terminals}
         self.states = lark.parser.parser.parser.parse_table.states
-        self.cache: dict[int, tuple[Any, tuple[str, ...]]] = {}
         self.skip_only = re.compile(_SKIP)
+        self.cache: dict[int, tuple[Any, tuple[str, ...]]] = {}
 
     def for_state(self, state: int):
         got = self.cache.get(state)
@@ -187,6 +196,22 @@ class _Builder(Transformer):
     def simple_operands(self, c):
         tok = c[0]
         s = str(tok)
+        if "[" not in s and "#" not in s and "/*" not in s:
+            # Plain names: the common case in XLA dumps.
+            names = self.names
+            out = []
+            for part in s[1:-1].split(","):
+                name = part.strip()
+                if not name:
+                    continue
+                instr = names.get(name[1:] if name[0] == "%" else name)
+                if instr is None:
+                    return self._simple_operands_slow(tok, s)
+                out.append(instr)
+            return out
+        return self._simple_operands_slow(tok, s)
+
+    def _simple_operands_slow(self, tok, s: str):
         if "/*" in s:
             s = re.sub(r"/\*.*?\*/", lambda m: " " * len(m.group(0)), s, flags=re.S)
         out = []
@@ -203,7 +228,7 @@ class _Builder(Transformer):
         return out
 
     def operands(self, c):
-        return [x for x in c if isinstance(x, Instruction)]
+        return c[0]
 
     def named_operand(self, c):
         declared = None
@@ -256,7 +281,7 @@ class _Builder(Transformer):
                     g = Instruction("get-tuple-element", cur.shape.tuple_shapes[i], [cur],
                                     name=self.unique(cur_name.replace("#", "_")),
                                     attrs={"index": str(i)})
-                    g.line, g.column = offset_to_line_col(self.text, offset)
+                    g.pos = offset
                     self.cur.add_instruction(g)
                     self.names[cur_name] = g
                     self.names[g.name] = g
@@ -289,48 +314,97 @@ class _Builder(Transformer):
         return c[0]
 
     def parameter_op(self, c):
-        num_tok = c[1] if len(c) > 1 else None
-        for x in c:
-            if isinstance(x, Token) and x.type == "INT":
-                num_tok = x
-        return ("parameter", [], num_tok, c[0].start_pos)
+        return ("parameter", [], c[1], c[0].start_pos)
 
-    def attribute(self, c):
-        return c[0]
+    def split_attributes(self, tok) -> list:
+        """One ATTRIBUTES token -> [(key, value, offset of key, offset of
+        value)], one per ``, key=value``."""
+        if tok is None:
+            return []
+        base = tok.start_pos
+        out = []
+        for m in self.attr_re.finditer(tok):
+            text = m.group(0)
+            eq = text.index("=")
+            key = text[1:eq].strip()
+            value = text[eq + 1:]
+            start = base + m.start()
+            if value[:1].isspace():
+                stripped = value.lstrip()
+                out.append((key, stripped, start + text.index(key, 1),
+                            start + eq + 1 + len(value) - len(stripped)))
+            else:
+                out.append((key, value, start + text.index(key, 1), start + eq + 1))
+        return out
 
     # -- instructions -------------------------------------------------------------
-    def instruction(self, c):
-        is_root = False
-        i = 0
-        if isinstance(c[0], Token) and c[0].type == "ROOT":
-            is_root = True
-            root_tok = c[0]
-            i = 1
-        name_tok = c[i]
-        if isinstance(name_tok, Token) and name_tok.type == "INSTR_NAME":
-            i += 1
-            name = str(name_tok)[:-1].rstrip()
-            name_off = name_tok.start_pos
-        else:
-            name = ""
-            name_off = 0
+    # The instruction alternatives of the grammar all end here.
+    def instr_simple(self, c):
+        # [ROOT] INSTR_NAME ARRAY_SHAPE OPCODE OPERAND_LIST [ATTRIBUTES]
+        i = 1 if c[0].type == "ROOT" else 0
+        shape = self.array_shape((c[i + 1],))
+        opcode_tok = c[i + 2]
+        op = (str(opcode_tok), self.simple_operands((c[i + 3],)), None, opcode_tok.start_pos)
+        return self.finish(c, i, shape, op, c[i + 4] if len(c) > i + 4 else None)
+
+    def instr_constant(self, c):
+        i = 1 if c[0].type == "ROOT" else 0
+        shape = self.array_shape((c[i + 1],))
+        op = ("constant", [], c[i + 3], c[i + 2].start_pos)
+        return self.finish(c, i, shape, op, c[i + 4] if len(c) > i + 4 else None)
+
+    def instr_parameter(self, c):
+        i = 1 if c[0].type == "ROOT" else 0
+        shape = self.array_shape((c[i + 1],))
+        op = ("parameter", [], c[i + 3], c[i + 2].start_pos)
+        return self.finish(c, i, shape, op, c[i + 4] if len(c) > i + 4 else None)
+
+    def instr_general(self, c):
+        i = 1 if isinstance(c[0], Tok) and c[0].type == "ROOT" else 0
+        j = i + 1
         shape = None
-        if isinstance(c[i], Shape):
-            shape = c[i]
-            i += 1
-        op = c[i]
-        attr_toks = c[i + 1:]
-        if name.startswith("%"):
+        if isinstance(c[j], Tok) and c[j].type == "ARRAY_SHAPE":
+            shape = self.array_shape((c[j],))
+            opcode_tok = c[j + 1]
+            op = (str(opcode_tok), c[j + 2], None, opcode_tok.start_pos)
+            rest = c[j + 3:]
+        else:
+            if isinstance(c[j], Shape):
+                shape = c[j]
+                j += 1
+            op = c[j]
+            rest = c[j + 1:]
+        return self.finish(c, i, shape, op, rest[0] if rest else None)
+
+    def instruction(self, c):
+        """Single-instruction mode: ``[ROOT] [name =] [shape] op [attrs]``."""
+        i = 1 if isinstance(c[0], Tok) and c[0].type == "ROOT" else 0
+        if isinstance(c[i], Tok) and c[i].type == "INSTR_NAME":
+            return self.instr_general(c)
+        # No name: `f32[2] add(...)`.
+        shape = c[i] if isinstance(c[i], Shape) else None
+        op = c[i + 1] if shape is not None else c[i]
+        rest = c[i + 2:] if shape is not None else c[i + 1:]
+        attrs = self.split_attributes(rest[0]) if rest else []
+        instr = self.make_instruction(op[0], shape, op, attrs, op[3])
+        self.root = instr
+        return None
+
+    def finish(self, c, i, shape, op, attrs_tok):
+        name_tok = c[i]
+        name = str(name_tok)[:-1].rstrip()
+        if name[0] == "%":
             name = name[1:]
-        if not name:
-            name = op[0]
-            name_off = op[3]
-        instr = self.make_instruction(name, shape, op, attr_toks, name_off)
-        if is_root:
+        attr_toks = self.split_attributes(attrs_tok) if attrs_tok is not None else ()
+        instr = self.make_instruction(name, shape, op, attr_toks, name_tok.start_pos)
+        if i:
             if self.root is not None:
-                self.fail("one computation should have only one ROOT", root_tok.start_pos)
+                self.fail("one computation should have only one ROOT", c[0].start_pos)
             self.root = instr
         return None
+
+    def operand_list(self, c):
+        return [x for x in c if isinstance(x, Instruction)]
 
     def make_instruction(self, name: str, shape: Shape | None, op, attr_toks,
                          offset: int, nested: bool = False) -> Instruction:
@@ -344,28 +418,18 @@ class _Builder(Transformer):
             base_opcode = sugar[0]
         # Attributes.
         attrs: dict[str, Any] = {}
-        schema = A.SCHEMA.get(base_opcode, {})
-        if sugar is not None:
-            schema = {k: (v[0], v[1] and sugar[1] == "-start") for k, v in schema.items()}
-            schema.update({"async_execution_thread": ("string", False),
-                           "calls": ("computation", False)})
-            if sugar[1] == "-start":
-                schema["output_to_operand_aliasing"] = ("aliasing", False)
+        schema, required = _schema_for(opcode, base_opcode, sugar)
         preds = None
-        for tok in attr_toks:
-            text = str(tok)
-            eq = text.index("=")
-            key = text[1:eq].strip()
-            value = text[eq + 1:].lstrip()
+        attr_ok = self.attr_ok
+        for key, value, koff, voff in attr_toks:
             if key in attrs:
-                self.fail(f"attribute {key} already exists", tok.start_pos + 1)
-            spec = schema.get(key) or A.COMMON.get(key)
+                self.fail(f"attribute {key} already exists", koff)
+            spec = schema.get(key)
             if spec is None:
-                allowed = sorted(set(schema) | set(A.COMMON))
+                allowed = sorted(schema)
                 self.fail(f'unexpected attribute "{key}". Allowed attributes: {", ".join(allowed)}',
-                          tok.start_pos + text.index(key))
+                          koff)
             kind = spec[0]
-            voff = tok.start_pos + eq + 1
             if kind == "computation":
                 attrs[key] = self.computation_ref(value, voff)
             elif kind == "computation_list":
@@ -373,19 +437,23 @@ class _Builder(Transformer):
             elif kind == "instruction_list":
                 preds = self.instruction_list(value, voff)
             else:
-                ck = (kind, value)
-                if ck not in self.attr_ok:
+                if kind == "braced" or kind == "string_or_json":
+                    if value[0] != "{" and (kind == "braced" or value[0] != '"'):
+                        self.fail(f"attribute {key}: expects "
+                                  f"{'{...}' if kind == 'braced' else 'a string or JSON dict'}, "
+                                  f"saw '{_clip(value)}'", voff)
+                elif (kind, value) not in attr_ok:
                     try:
                         A.VALIDATORS[kind](value)
                     except (ValueError, ShapeSyntaxError) as e:
                         self.fail(f"attribute {key}: {e}", voff)
                     if len(value) < 200:
-                        self.attr_ok[ck] = True
+                        attr_ok[(kind, value)] = True
                 attrs[key] = value
         if nested and attrs:
             self.fail("nested instructions cannot have attributes", offset)
-        for key, (kind, required) in schema.items():
-            if required and key not in attrs:
+        for key in required:
+            if key not in attrs:
                 self.fail(f"attribute {key} is expected but not seen", op_off)
         n_expected = OPCODES[base_opcode]
         if base_opcode in _ASYNC_OPS or sugar is not None:
@@ -400,10 +468,10 @@ class _Builder(Transformer):
             if shape is None:
                 self.fail(f"cannot infer shape for opcode: {opcode}", op_off)
         instr = Instruction(opcode, shape, operands, name=name, attrs=attrs)
-        instr.line, instr.column = _line_col(self.text, offset)
+        instr.pos = offset
         if opcode == "parameter":
             num_tok = payload
-            n = int(num_tok)
+            n = int(str(num_tok).strip("() \t"))
             if n < 0:
                 self.fail("parameter number must be >= 0", num_tok.start_pos)
             if n in self.param_numbers:
@@ -426,7 +494,8 @@ class _Builder(Transformer):
             instr.literal = Literal(lit_text, shape)
         if name in self.names and not nested:
             prev = self.names[name]
-            self.fail(f"instruction {name} already defined on line {prev.line}", offset)
+            line = offset_to_line_col(self.text, prev.pos)[0]
+            self.fail(f"instruction {name} already defined on line {line}", offset)
         if nested:
             name = self.unique(name)
             instr.name = name
@@ -591,7 +660,6 @@ class _Builder(Transformer):
             name = f"{base}.{n}"
         sub = _get_parser()
         wrapped = f"{name} {text}"
-        line, col = offset_to_line_col(self.text, offset)
         try:
             inner = sub.parse_text(wrapped, self.filename, nested_from=self)
         except HloParseError as e:
@@ -600,6 +668,9 @@ class _Builder(Transformer):
         return inner
 
     # -- computations -------------------------------------------------------------
+    def instructions(self, c):
+        return None
+
     def computation_head(self, c):
         is_entry = False
         name_tok = None
@@ -617,9 +688,10 @@ class _Builder(Transformer):
             name = name[1:]
         if name in self.computations:
             prev = self.computations[name]
-            self.fail(f"computation previously defined here: {name} (line {prev.line})", name_tok.start_pos)
+            line = offset_to_line_col(self.text, prev.pos)[0]
+            self.fail(f"computation previously defined here: {name} (line {line})", name_tok.start_pos)
         comp = Computation(name)
-        comp.line, comp.column = _line_col(self.text, name_tok.start_pos)
+        comp.pos = name_tok.start_pos
         self.cur = comp
         self.names = {}
         self.root = None
@@ -636,12 +708,26 @@ class _Builder(Transformer):
         sig_params = [p for p in params]
         return ("sig", sig_params, result[-1] if result else None, c[0].start_pos if isinstance(c[0], Token) else 0)
 
+    def simple_signature(self, c):
+        tok = c[0]
+        text = str(tok)
+        arrow = text.rindex("->")
+        result = text[arrow + 2:].strip()
+        try:
+            shape = parse_array_shape(result)
+        except ShapeSyntaxError as e:
+            self.fail(str(e), tok.start_pos + arrow + 2)
+        return ("sig", None, shape, tok.start_pos)
+
     def param(self, c):
         return (str(c[0]).rstrip(": \t"), c[1])
 
     def computation(self, c):
         comp = self.cur
-        attr_toks = [x for x in c if isinstance(x, Token) and x.type == "ATTR"]
+        attr_toks = []
+        for x in c:
+            if isinstance(x, Tok) and x.type == "ATTRIBUTES":
+                attr_toks = self.split_attributes(x)
         root = self.root or self.last
         comp.root = root
         for i, p in enumerate(comp.parameters):
@@ -652,17 +738,14 @@ class _Builder(Transformer):
             self.fail(f"Shape of computation {comp.name}, {sig[2].to_string(False)}, is not "
                       f"compatible with that of its root instruction {root.name}, "
                       f"{root.shape.to_string(False)}", sig[3])
-        for tok in attr_toks:
-            text = str(tok)
-            key, _, value = text[1:].partition("=")
-            key = key.strip()
+        for key, value, koff, voff in attr_toks:
             if key != "execution_thread":
                 self.fail(f'unexpected attribute "{key}". Allowed attributes: execution_thread',
-                          tok.start_pos + 1)
+                          koff)
             try:
                 A._v_string(value)
             except ValueError as e:
-                self.fail(str(e), tok.start_pos)
+                self.fail(str(e), voff)
             comp.execution_thread = A.unquote(value)
         if self.entry_pending:
             if self.entry is not None:
@@ -678,7 +761,11 @@ class _Builder(Transformer):
         return c[0]
 
     def header(self, c):
-        return ("header", c[0], [x for x in c[1:] if isinstance(x, Token)])
+        attrs = []
+        for x in c[2:]:
+            if isinstance(x, Tok) and x.type == "ATTRIBUTES":
+                attrs = self.split_attributes(x)
+        return ("header", c[1], attrs)
 
     def sf_string(self, c):
         return (int(c[0]), str(c[1]))
@@ -719,18 +806,14 @@ class _Builder(Transformer):
             name = str(header[1])
             m.name = name[1:] if name.startswith("%") else name
             seen = set()
-            for tok in header[2]:
-                text = str(tok)
-                key, _, value = text[1:].partition("=")
-                key = key.strip()
-                off = tok.start_pos + text.index("=") + 1
+            for key, value, koff, off in header[2]:
                 if key in seen:
-                    self.fail(f"attribute {key} already exists", tok.start_pos + 1)
+                    self.fail(f"attribute {key} already exists", koff)
                 seen.add(key)
                 kind = A.HEADER_SCHEMA.get(key)
                 if kind is None:
                     self.fail(f'unexpected attribute "{key}". Allowed attributes: '
-                              f'{", ".join(sorted(A.HEADER_SCHEMA))}', tok.start_pos + 1)
+                              f'{", ".join(sorted(A.HEADER_SCHEMA))}', koff)
                 try:
                     A.VALIDATORS[kind](value)
                     if key == "input_output_alias":
@@ -752,6 +835,7 @@ class _Builder(Transformer):
         if frames is not None:
             m.stack_frames = frames
         m.compact_gte = self.saw_compact_gte
+        m.source = self.text
         return m
 
     def start(self, c):
@@ -775,6 +859,7 @@ class _Builder(Transformer):
             m.add_computation(other)
         m.add_computation(comp, entry=True)
         m.is_scheduled = True
+        m.source = self.text
         return m
 
     def unnamed_operand(self, c):
@@ -792,6 +877,28 @@ class _Builder(Transformer):
         self.cur.add_instruction(p)
         self.names[pname] = p
         return p
+
+
+_SCHEMAS: dict[str, tuple[dict, tuple]] = {}
+
+
+def _schema_for(opcode: str, base: str, sugar) -> tuple[dict, tuple]:
+    """(attribute -> (type, required), required names) for an opcode as
+    written (async sugar ``custom-call-start`` takes the wrapped op's)."""
+    got = _SCHEMAS.get(opcode)
+    if got is None:
+        schema = dict(A.SCHEMA.get(base, {}))
+        if sugar is not None:
+            schema = {k: (v[0], v[1] and sugar[1] == "-start") for k, v in schema.items()}
+            schema.update({"async_execution_thread": ("string", False),
+                           "calls": ("computation", False)})
+            if sugar[1] == "-start":
+                schema["output_to_operand_aliasing"] = ("aliasing", False)
+        merged = {**A.COMMON, **schema}
+        required = tuple(k for k, (_, req) in schema.items() if req)
+        got = (merged, required)
+        _SCHEMAS[opcode] = got
+    return got
 
 
 _SINGLE_RE = re.compile(
@@ -816,23 +923,6 @@ def _flat_tuple(text: str, base: int, b: _Builder) -> Shape:
     return Shape.tuple(shapes)
 
 
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    # Cheap: count newlines up to offset, cached incrementally.
-    cache = _LINE_CACHE
-    if cache[0] is not text:
-        cache[0] = text
-        cache[1] = 0
-        cache[2] = 1
-    pos, line = cache[1], cache[2]
-    if offset < pos:
-        pos, line = 0, 1
-    line += text.count("\n", pos, offset)
-    cache[1], cache[2] = offset, line
-    col = offset - text.rfind("\n", 0, offset)
-    return line, col
-
-
-_LINE_CACHE: list = [None, 0, 1]
 
 
 def _async_calls(instr: Instruction):
@@ -856,6 +946,24 @@ class HloParser:
         )
         self.scanner = _Scanner(self.lark)
         self.builder.parse_text = self.parse_text  # for inline computations
+        self.builder.attr_re = re.compile(_attr_regex(self.lark))
+        # Lark's LALR tables, flattened for the driver: per state, terminal ->
+        # next state (shift, an int) or (size, callback, rule) (reduce); rule
+        # name -> next state (goto).
+        lp = self.lark.parser.parser.parser
+        pt = lp.parse_table
+        callbacks = lp.callbacks
+        self.tables = {}
+        for state, actions in pt.states.items():
+            row = {}
+            for sym, (action, arg) in actions.items():
+                if action.name == "Shift":
+                    row[sym] = arg
+                else:
+                    row[sym] = (len(arg.expansion), callbacks[arg], arg.origin.name)
+            self.tables[state] = row
+        self.start_state = pt.start_states["start"]
+        self.end_state = pt.end_states["start"]
 
     def parse_text(self, text: str, filename: str | None = None, nested_from=None):
         """Parse a whole module (or, when ``nested_from`` is given, one
@@ -881,62 +989,77 @@ class HloParser:
         return self._run(text, filename)
 
     def _run(self, text: str, filename: str | None, nested: bool = False):
-        b = self.builder
-        ip = self.lark.parse_interactive("")
-        ps = ip.parser_state
-        stack = ps.state_stack
-        feed = ps.feed_token
+        """Drive Lark's LALR(1) tables: scan a token for the current state,
+        shift it or reduce (calling the transformer callbacks) until it is
+        shifted; at the end reduce until the start rule is accepted."""
+        tables = self.tables
+        scanners = self.scanner.cache
         for_state = self.scanner.for_state
-        cache = self.scanner.cache
+        stack = [self.start_state]
+        values: list = []
+        push_s = stack.append
+        push_v = values.append
         pos = 0
         n = len(text)
-        skip = self.scanner.skip_only
+        skip = self.scanner.skip_only.match
         new = str.__new__
-        tok = None
+        end_state = self.end_state
         try:
             while True:
-                pos = skip.match(text, pos).end()
-                if pos >= n:
-                    break
                 st = stack[-1]
-                sc = cache.get(st)
+                row = tables[st]
+                sc = scanners.get(st)
                 if sc is None:
                     sc = for_state(st)
                 m = sc[0].match(text, pos)
-                if m is None:
-                    self._lex_error(text, filename, pos, sc[1])
-                kind = m.lastgroup
-                start = m.start(kind)
-                value = m.group(kind)
-                tok = new(Token, value)
-                tok.type = kind
-                tok.value = value
-                tok.start_pos = start
-                tok.line = tok.column = tok.end_line = tok.end_column = None
-                tok.end_pos = m.end()
-                pos = m.end()
-                feed(tok)
-            end = new(Token, "")
-            end.type = "$END"
-            end.value = ""
-            end.start_pos = n
-            end.line = end.column = end.end_line = end.end_column = None
-            end.end_pos = n
-            result = feed(end, True)
+                if m is not None:
+                    kind = m.lastgroup
+                    tok = new(Tok, m.group(kind))
+                    tok.type = kind
+                    tok.start_pos = m.start(kind)
+                    pos = m.end()
+                else:
+                    pos = skip(text, pos).end()
+                    if pos < n:
+                        self._lex_error(text, filename, pos, sc[1])
+                    kind = "$END"
+                    tok = new(Tok, "")
+                    tok.type = kind
+                    tok.start_pos = n
+                while True:
+                    act = row.get(kind)
+                    if act is None:
+                        self._parse_error(text, filename, tok, stack[-1])
+                    if act.__class__ is int:
+                        push_s(act)
+                        push_v(tok)
+                        break
+                    size, callback, origin = act
+                    if size:
+                        args = values[-size:]
+                        del values[-size:]
+                        del stack[-size:]
+                    else:
+                        args = []
+                    push_v(callback(args))
+                    nxt = tables[stack[-1]][origin]
+                    if nxt == end_state and kind == "$END":
+                        return values[-1]
+                    push_s(nxt)
+                    row = tables[nxt]
         except _Fail as e:
             raise self._error(text, filename, e.message, e.offset) from None
-        except UnexpectedToken as e:
-            t = e.token
-            expected = {x for x in e.expected}
-            where = t.start_pos if t.start_pos is not None else n
-            if t.type == "$END":
-                msg = f"unexpected end of input; expects {_describe(expected)}"
-            else:
-                msg = f"expects {_describe(expected)}, saw {_describe([t.type])} '{_clip(str(t))}'"
-            raise self._error(text, filename, msg, where) from None
         except RecursionError:
             raise self._error(text, filename, "maximum recursion depth exceeded", pos) from None
-        return result
+
+    def _parse_error(self, text, filename, tok, state):
+        expected = [t for t in self.tables[state] if t.isupper() or t == "$END"]
+        if tok.type == "$END":
+            msg = f"unexpected end of input; expects {_describe(expected)}"
+        else:
+            msg = (f"expects {_describe(expected)}, saw {_describe([tok.type])} "
+                   f"'{_clip(str(tok))}'")
+        raise self._error(text, filename, msg, tok.start_pos)
 
     def _lex_error(self, text, filename, pos, expected):
         snippet = _clip(text[pos:pos + 40].split("\n")[0])
@@ -947,6 +1070,38 @@ class HloParser:
     def _error(self, text, filename, message, offset) -> HloParseError:
         line, col = offset_to_line_col(text, offset)
         return HloParseError(message, line, col, filename, text)
+
+
+def _attr_regex(lark: Lark) -> str:
+    """The ATTR terminal's regex (one ``, key=value``), cached on disk."""
+    import hashlib
+    import json
+    src = grammar_path().read_bytes()
+    key = hashlib.sha256(src).hexdigest()[:16]
+    cache = _cache_file()
+    path = (cache + ".attr.json") if cache else None
+    if path and os.path.exists(path):
+        try:
+            with open(path) as f:
+                data = json.load(f)
+            if data.get("key") == key:
+                return data["regex"]
+        except (OSError, ValueError):
+            pass
+    grammar = getattr(lark, "grammar", None)
+    if grammar is None:
+        grammar = Lark(src.decode(), parser="lalr", start="start").grammar
+    terms, _, _ = grammar.compile(["start"], {"ATTR"})
+    regex = next(t for t in terms if t.name == "ATTR").pattern.to_regexp()
+    if path:
+        try:
+            tmp = path + f".{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"key": key, "regex": regex}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return regex
 
 
 def _clip(s: str, n: int = 40) -> str:

@@ -29,7 +29,7 @@ class Instruction:
     __slots__ = (
         "name", "opcode", "shape", "operands", "_users", "attrs", "parent",
         "control_predecessors", "control_successors", "parameter_number",
-        "literal", "line", "column", "id", "__weakref__",
+        "literal", "pos", "id", "__weakref__",
     )
 
     def __init__(self, opcode: str, shape: Shape, operands: Sequence["Instruction"] = (),
@@ -45,8 +45,7 @@ class Instruction:
         self.control_successors: list[Instruction] = []
         self.parameter_number: int | None = None
         self.literal = None  # hlorun.ir.literal.Literal for constants
-        self.line = 0
-        self.column = 0
+        self.pos = -1  # offset of the definition in the parsed text, or -1
         self.id = next(_ids)
         for op in operands:
             self.operands.append(op)
@@ -57,6 +56,21 @@ class Instruction:
         return f"<{self.opcode} {self.name}: {self.shape}>"
 
     # hash/eq are identity (object defaults): fast and what passes want.
+
+    @property
+    def line(self) -> int:
+        """1-based line of the definition in the parsed text (0 if unknown)."""
+        return self.location()[0]
+
+    @property
+    def column(self) -> int:
+        return self.location()[1]
+
+    def location(self) -> tuple[int, int]:
+        module = self.parent.module if self.parent is not None else None
+        if self.pos < 0 or module is None or module.source is None:
+            return 0, 0
+        return module.line_col(self.pos)
 
     # -- users ---------------------------------------------------------------
     @property
@@ -240,7 +254,7 @@ class Computation:
     """An ordered set of instructions with a root and numbered parameters."""
 
     __slots__ = ("name", "_instructions", "root", "parameters", "module",
-                 "is_entry", "execution_thread", "line", "column", "_names",
+                 "is_entry", "execution_thread", "pos", "_names",
                  "__weakref__")
 
     def __init__(self, name: str):
@@ -251,12 +265,17 @@ class Computation:
         self.module: Module | None = None
         self.is_entry = False
         self.execution_thread: str | None = None  # None == "main"
-        self.line = 0
-        self.column = 0
+        self.pos = -1
         self._names: dict[str, Instruction] | None = None
 
     def __repr__(self) -> str:
         return f"<computation {self.name}: {len(self._instructions)} instructions>"
+
+    @property
+    def line(self) -> int:
+        if self.pos < 0 or self.module is None or self.module.source is None:
+            return 0
+        return self.module.line_col(self.pos)[0]
 
     # -- contents --------------------------------------------------------------
     @property
@@ -421,6 +440,10 @@ class Module:
         #: rows: {"FileNames": [(id, text)], ...}
         self.stack_frames: dict[str, list[tuple[int, str]]] | None = None
         self.filename: str | None = None
+        #: The text this module was parsed from (for diagnostics' line
+        #: numbers), or None.
+        self.source: str | None = None
+        self._newlines: list[int] | None = None
         #: The text used compact get-tuple-element operands (``%x#0``);
         #: printing follows suit.
         self.compact_gte = False
@@ -504,6 +527,21 @@ class Module:
     @property
     def instruction_count(self) -> int:
         return sum(len(c._instructions) for c in self.computations)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of an offset into :attr:`source`."""
+        if self._newlines is None:
+            text = self.source or ""
+            nl = []
+            i = text.find("\n")
+            while i >= 0:
+                nl.append(i)
+                i = text.find("\n", i + 1)
+            self._newlines = nl
+        import bisect
+        k = bisect.bisect_left(self._newlines, offset)
+        start = self._newlines[k - 1] + 1 if k else 0
+        return k + 1, offset - start + 1
 
     # -- names --------------------------------------------------------------------------
     def _all_names(self) -> set[str]:
