@@ -19,7 +19,6 @@ column.
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import re
 from functools import lru_cache
@@ -1154,12 +1153,8 @@ def parse_module(text: str, filename: str | None = None) -> Module:
 
 def read_text(path: str | os.PathLike) -> str:
     """Read an HLO file; ``.gz`` files are decompressed."""
-    p = str(path)
-    if p.endswith(".gz"):
-        with gzip.open(p, "rt", encoding="utf-8") as f:
-            return f.read()
-    with open(p, encoding="utf-8") as f:
-        return f.read()
+    from .fileio import read_text as _read
+    return _read(path)
 
 
 def load_module(path: str | os.PathLike) -> Module:

@@ -1,0 +1,78 @@
+"""The ``hlorun`` command line: a click group whose subcommands live in their
+own modules and are imported only when used (``hlorun --help`` stays fast).
+
+To add a command: write ``hlorun/cli/<name>.py`` with a click command and add
+one line to ``COMMANDS`` (kept alphabetical).
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+
+import click
+
+from .. import __version__
+
+#: command -> ("module:attribute", one-line help shown by ``hlorun --help``)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("hlorun.cli.fmt:check", "Parse and verify HLO files; report diagnostics."),
+    "fmt": ("hlorun.cli.fmt:fmt", "Parse and print HLO files (full, long, short or canonical form)."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str):
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        module, attr = spec[0].split(":")
+        return getattr(import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hlorun")
+def cli() -> None:
+    """hlorun: run XLA HLO pass pipelines on a laptop, and see what they did.
+
+    Exit codes: 0 ok, 1 bad input (HLO, YAML, command line), 2 a violation
+    or a pass failure.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: HloErrors become one-screen messages, never a
+    traceback (unless HLORUN_TRACEBACK=1)."""
+    import os
+
+    from ..source import HloError
+    try:
+        cli.main(args=argv, prog_name="hlorun", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(1 if e.exit_code == 2 else e.exit_code)
+    except click.exceptions.Abort:
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
+    except HloError as e:
+        if os.environ.get("HLORUN_TRACEBACK"):
+            raise
+        from ..report import error
+        error(e.render())
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,34 @@
+"""The pass registry: one explicit alphabetical dict, name -> "module:Class".
+
+Names are XLA's (``reshape-decomposer``, ``cublas-gemm-rewriter`` ...).
+Modules are imported on use.  tests/passes/test_registry.py checks that each
+key equals the class's ``name``, that each pass has fixtures, and that every
+pass named in pipelines/*.yaml is registered.
+"""
+
+from __future__ import annotations
+
+import difflib
+from importlib import import_module
+
+from .base import OpcodeRewriter, Pass, Remark, Target
+
+REGISTRY: dict[str, str] = {
+}
+
+
+def pass_class(name: str) -> type[Pass]:
+    spec = REGISTRY.get(name)
+    if spec is None:
+        from ..source import UsageError
+        near = difflib.get_close_matches(name, REGISTRY, n=3, cutoff=0.5)
+        raise UsageError(f"unknown pass '{name}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
+    module, attr = spec.split(":")
+    return getattr(import_module(module), attr)
+
+
+def closest_passes(name: str, n: int = 3) -> list[str]:
+    return difflib.get_close_matches(name, REGISTRY, n=n, cutoff=0.5)
+
+
+__all__ = ["OpcodeRewriter", "Pass", "REGISTRY", "Remark", "Target", "closest_passes", "pass_class"]
