@@ -938,11 +938,14 @@ class HloParser:
 
     def __init__(self):
         self.builder = _Builder()
-        self.lark = Lark(
-            grammar_path().read_text(), parser="lalr", lexer="basic",
-            start="start", transformer=self.builder, maybe_placeholders=False,
-            cache=_cache_file(),
-        )
+        text = grammar_path().read_text()
+        try:
+            self.lark = Lark(text, parser="lalr", lexer="basic", start="start",
+                             transformer=self.builder, maybe_placeholders=False,
+                             cache=_cache_file())
+        except Exception:  # an unreadable or half-written cache: build afresh
+            self.lark = Lark(text, parser="lalr", lexer="basic", start="start",
+                             transformer=self.builder, maybe_placeholders=False)
         self.scanner = _Scanner(self.lark)
         self.builder.parse_text = self.parse_text  # for inline computations
         self.builder.attr_re = re.compile(_attr_regex(self.lark))
