@@ -771,3 +771,257 @@ def parse_layout(text: str) -> Layout:
         elif m.group("M") is not None:
             kw["dynamic_metadata_prefix_bytes"] = int(m.group("M"))
     return Layout(m2m, **kw)
+
+
+# ---------------------------------------------------------------------------
+# More ShapeUtil: reshape factorisation, layout alignment, bitcast
+# decomposition (used by layout assignment, the reshape decomposer and
+# layout normalization)
+# ---------------------------------------------------------------------------
+
+
+def common_factors(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
+    """XLA's ``CommonFactors(a, b)``: the boundaries (i, j) such that
+    prod(a[:i]) == prod(b[:j]), from (0, 0) to (len(a), len(b)).  Equal
+    prefixes give one boundary per dimension; zero-sized tails give one
+    group."""
+    a, b = list(a), list(b)
+    if math.prod(a) != math.prod(b):
+        raise ValueError(f"CommonFactors: products differ: {a} vs {b}")
+    if a == b:
+        return [(i, i) for i in range(len(a) + 1)]
+    bounds: list[tuple[int, int]] = []
+    i = j = 0
+    prior_i = prior_j = -1
+    while i < len(a) and j < len(b) and a[i] == b[j]:
+        prior_i, prior_j = i, j
+        bounds.append((i, j))
+        i += 1
+        j += 1
+    if math.prod(a[i:]) != math.prod(b[j:]):
+        return [(0, 0), (len(a), len(b))]
+    if math.prod(a[i:]) == 0:
+        bounds.append((i, j))
+        bounds.append((len(a), len(b)))
+        return bounds
+    pa = pb = 1
+    while True:
+        if pa == pb and (i > prior_i or j > prior_j):
+            prior_i, prior_j = i, j
+            bounds.append((i, j))
+            continue
+        in_i, in_j = i < len(a), j < len(b)
+        if not (in_i or in_j):
+            break
+        next_a = pa < pb or (in_i and (not in_j or (pa == pb and a[i] <= b[j])))
+        next_b = pb < pa or (in_j and (not in_i or (pb == pa and b[j] <= a[i])))
+        if next_a:
+            pa *= a[i]
+            i += 1
+        if next_b:
+            pb *= b[j]
+            j += 1
+    return bounds
+
+
+def dimensions_unmodified_by_reshape(input_shape: Shape, output_shape: Shape
+                                     ) -> list[tuple[int, int]]:
+    """``ShapeUtil::DimensionsUnmodifiedByReshape``: (input dim, output dim)
+    pairs that a reshape leaves alone (common factors of rank 1)."""
+    cf = common_factors(input_shape.dimensions, output_shape.dimensions)
+    out = [cf[k] for k in range(len(cf) - 1)
+           if cf[k + 1][0] - cf[k][0] == 1 and cf[k + 1][1] - cf[k][1] == 1]
+    return out
+
+
+def has_degenerate_dimensions(shape: Shape) -> bool:
+    return 1 in shape.dimensions
+
+
+def delete_dimensions(shape: Shape, dims: Iterable[int]) -> Shape:
+    """``Shape::DeleteDimensions``: drop dimensions, renumbering the layout."""
+    drop = sorted(set(dims))
+    keep = [d for d in range(shape.rank) if d not in drop]
+    new_dims = [shape.dimensions[d] for d in keep]
+    dyn = [shape.dynamic[d] for d in keep] if shape.dynamic is not None else None
+    layout = None
+    if shape.layout is not None:
+        renumber = {d: k for k, d in enumerate(keep)}
+        m2m = [renumber[d] for d in shape.layout.minor_to_major if d in renumber]
+        layout = shape.layout.with_minor_to_major(m2m)
+    return intern(Shape(shape.element_type, new_dims, layout, dyn))
+
+
+def drop_degenerate_dimensions(shape: Shape) -> Shape:
+    """``ShapeUtil::DropDegenerateDimensions``."""
+    return delete_dimensions(shape, [d for d, n in enumerate(shape.dimensions) if n == 1])
+
+
+def make_shape_with_descending_layout(element_type: str, dimensions: Sequence[int]) -> Shape:
+    return Shape.array(element_type, dimensions)
+
+
+def permute(values: Sequence, permutation: Sequence[int]) -> list:
+    """XLA's ``Permute(input, permutation)``: output[i] = input[permutation[i]]."""
+    return [values[p] for p in permutation]
+
+
+def permute_dimensions(permutation: Sequence[int], shape: Shape) -> Shape:
+    """``ShapeUtil::PermuteDimensions``: dimensions permuted, and (if the
+    shape has a layout) a layout that makes the transpose a bitcast."""
+    dims = permute(shape.dimensions, permutation)
+    dyn = permute(shape.dynamic, permutation) if shape.dynamic is not None else None
+    layout = None
+    if shape.layout is not None:
+        m2m = compose_permutations(inverse_permutation(permutation), shape.layout.minor_to_major)
+        layout = shape.layout.with_minor_to_major(m2m)
+    return intern(Shape(shape.element_type, dims, layout, dyn))
+
+
+def permute_dimensions_ignoring_layout(permutation: Sequence[int], shape: Shape) -> Shape:
+    """``ShapeUtil::PermuteDimensionsIgnoringLayout``: new dimensions, the
+    default layout (XLA keeps the old minor_to_major only when valid)."""
+    dims = permute(shape.dimensions, permutation)
+    dyn = permute(shape.dynamic, permutation) if shape.dynamic is not None else None
+    layout = default_layout(len(dims)) if is_array_type(shape.element_type) else None
+    return intern(Shape(shape.element_type, dims, layout, dyn))
+
+
+def deduce_transpose_dimensions_for_bitcast(input_shape: Shape, output_shape: Shape
+                                            ) -> tuple[int, ...] | None:
+    """``ShapeUtil::DeduceTransposeDimensionsForBitcast``: the transpose
+    permutation that makes ``input -> output`` a bitcast, or None."""
+    if input_shape.rank != output_shape.rank:
+        return None
+    perm = compose_permutations(input_shape.minor_to_major,
+                                inverse_permutation(output_shape.minor_to_major))
+    if tuple(permute(input_shape.dimensions, perm)) != tuple(output_shape.dimensions):
+        return None
+    return perm
+
+
+def is_reshape_or_transpose_bitcast(a: Shape, b: Shape, ignore_element_type: bool = False) -> bool:
+    """``ShapeUtil::IsReshapeOrTransposeBitcast``."""
+    if not ignore_element_type and a.element_type != b.element_type:
+        return False
+    if a.dimensions == b.dimensions and a.dynamic == b.dynamic and a.layout == b.layout:
+        return True
+    if reshape_is_bitcast(a, b, ignore_element_type=True):
+        return True
+    dims = deduce_transpose_dimensions_for_bitcast(a, b)
+    return dims is not None and transpose_is_bitcast(b, a, dims, ignore_element_type=True)
+
+
+class BitcastDecompositionReshape:
+    """The bitcast is a reshape (``ShapeUtil::BitcastDecompositionReshape``)."""
+
+    def __repr__(self) -> str:
+        return "BitcastDecompositionReshape()"
+
+
+class BitcastDecompositionTranspose:
+    """The bitcast is a transpose with ``transpose_dims``."""
+
+    def __init__(self, transpose_dims: Sequence[int]):
+        self.transpose_dims = tuple(transpose_dims)
+
+    def __repr__(self) -> str:
+        return f"BitcastDecompositionTranspose({list(self.transpose_dims)})"
+
+
+class BitcastDecompositionTrt:
+    """Transpose, reshape, transpose (``BitcastDecompositionTrt``)."""
+
+    def __init__(self, transpose1_dims, transpose1_shape, reshape_shape, transpose2_dims):
+        self.transpose1_dims = tuple(transpose1_dims)
+        self.transpose1_shape = transpose1_shape
+        self.reshape_shape = reshape_shape
+        self.transpose2_dims = tuple(transpose2_dims)
+
+    def is_transpose1_identity(self) -> bool:
+        return list(self.transpose1_dims) == sorted(self.transpose1_dims)
+
+    def is_transpose2_identity(self) -> bool:
+        return list(self.transpose2_dims) == sorted(self.transpose2_dims)
+
+    def __repr__(self) -> str:
+        return (f"BitcastDecompositionTrt({list(self.transpose1_dims)}, {self.transpose1_shape}, "
+                f"{self.reshape_shape}, {list(self.transpose2_dims)})")
+
+
+def is_decomposable_bitcast(input_shape: Shape, output_shape: Shape) -> bool:
+    return (input_shape.has_layout and output_shape.has_layout
+            and input_shape.element_count == output_shape.element_count)
+
+
+def decompose_bitcast_to_trt(input_shape: Shape, output_shape: Shape) -> BitcastDecompositionTrt | None:
+    """``ShapeUtil::DecomposeBitcastToTrt``."""
+    if not is_decomposable_bitcast(input_shape, output_shape):
+        return None
+    t1_shape = make_shape_with_descending_layout_and_same_physical_layout(input_shape)
+    r_shape = make_shape_with_descending_layout_and_same_physical_layout(output_shape)
+    rev_in = tuple(range(input_shape.rank - 1, -1, -1))
+    rev_out = tuple(range(output_shape.rank - 1, -1, -1))
+    t1_dims = compose_permutations(input_shape.minor_to_major, rev_in)
+    t2_dims = compose_permutations(rev_out, inverse_permutation(output_shape.minor_to_major))
+    return BitcastDecompositionTrt(t1_dims, t1_shape, r_shape, t2_dims)
+
+
+def decompose_bitcast(input_shape: Shape, output_shape: Shape):
+    """``ShapeUtil::DecomposeBitcast``: a reshape, a transpose, or
+    transpose-reshape-transpose; None if the shapes cannot be bitcast."""
+    if not is_decomposable_bitcast(input_shape, output_shape):
+        return None
+    if reshape_is_bitcast(input_shape, output_shape, ignore_element_type=True):
+        return BitcastDecompositionReshape()
+    dims = deduce_transpose_dimensions_for_bitcast(input_shape, output_shape)
+    if dims is not None:
+        return BitcastDecompositionTranspose(dims)
+    return decompose_bitcast_to_trt(input_shape, output_shape)
+
+
+def align_layouts(input_shape: Shape, output_shape: Shape) -> Shape | None:
+    """``ShapeUtil::AlignLayouts``: ``output_shape`` with a layout that makes
+    reshaping ``input_shape`` into it a bitcast, or None if there is none
+    (the input's layout splits a group of dimensions that the reshape
+    merges or splits).  Degenerate output dimensions go most major, in
+    descending order."""
+    if has_degenerate_dimensions(input_shape) or has_degenerate_dimensions(output_shape):
+        simple = align_layouts(drop_degenerate_dimensions(input_shape),
+                               drop_degenerate_dimensions(output_shape))
+        if simple is None:
+            return None
+        dim_map = [i for i, n in enumerate(output_shape.dimensions) if n != 1]
+        layout = [dim_map[d] for d in simple.minor_to_major]
+        layout += [i for i in range(output_shape.rank - 1, -1, -1) if output_shape.dimensions[i] == 1]
+        return output_shape.with_layout(Layout(layout))
+    cf = common_factors(input_shape.dimensions, output_shape.dimensions)
+    in_m2m = list(input_shape.minor_to_major)
+    input_to_factor = [0] * input_shape.rank
+    for pos in range(len(cf) - 1):
+        start, end = cf[pos][0], cf[pos + 1][0]
+        if start == end:
+            continue
+        physical = in_m2m.index(start)
+        input_to_factor[start] = pos
+        for i in range(start + 1, end):
+            physical -= 1
+            if physical < 0 or in_m2m[physical] != i:
+                return None
+            input_to_factor[i] = pos
+    out_layout: list[int] = []
+    input_minor = 0
+    while len(out_layout) < output_shape.rank:
+        factor = input_to_factor[in_m2m[input_minor]]
+        (s_in, s_out), (e_in, e_out) = cf[factor], cf[factor + 1]
+        out_layout.extend(range(e_out - 1, s_out - 1, -1))
+        input_minor += e_in - s_in
+    result = output_shape.with_layout(Layout(out_layout))
+    assert reshape_is_bitcast(input_shape, result), (input_shape, result)
+    return result
+
+
+def reorder_logical_dimensions(shape: Shape, permutation: Sequence[int]) -> Shape:
+    """``ShapeUtil::ReorderLogicalDimensions``: permute the dimensions and
+    their layout entries together (the physical layout is unchanged)."""
+    return permute_dimensions(permutation, shape)

@@ -14,6 +14,7 @@ from importlib import import_module
 from .base import OpcodeRewriter, Pass, Remark, Target
 
 REGISTRY: dict[str, str] = {
+    "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
 }
 
 

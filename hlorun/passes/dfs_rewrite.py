@@ -1,0 +1,254 @@
+"""XLA's ``DfsHloRewriteVisitor``, for passes written as XLA writes them.
+
+The visiting order decides which instructions a rewrite sees and the order
+in which new instructions (and so their names) are created, so it follows
+``HloComputation::Accept`` / ``PostOrderDFS`` exactly: per non-fusion
+computation (callees first), first every unreachable root (dead, no control
+successors, in instruction order), then the root; depth first with an
+explicit stack where operands are pushed first-to-last (so the *last*
+operand's subtree is visited first); an instruction is handled after its
+operands, once; instructions created during the walk are only visited if
+something not yet expanded reaches them (``set_visited`` prevents that).
+
+Handlers are ``handle_<opcode>`` methods ('-' -> '_'), falling back to
+``handle_elementwise_unary`` / ``handle_elementwise_binary`` for the opcodes
+XLA routes there, then ``default_action``.  ``should_process`` filters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.opcode import ELEMENTWISE_BINARY as _BINARY, ELEMENTWISE_UNARY as _UNARY
+from ..ir.shape import Shape
+
+#: Opcodes whose XLA handler defaults to HandleElementwiseUnary / Binary
+#: (xla/hlo/ir/dfs_hlo_visitor.h).
+ELEMENTWISE_UNARY = _UNARY | {"domain"}
+ELEMENTWISE_BINARY = _BINARY
+
+_VISITING, _VISITED = 1, 2
+
+
+def nonfusion_computations(module: Module) -> list[Computation]:
+    """``HloModule::MakeNonfusionComputations``: post order, without the
+    computations that fusion instructions call."""
+    fused: set[Computation] = set()
+    for comp in module.computations:
+        for instr in comp._instructions:
+            if instr.opcode == "fusion":
+                c = instr.fused_computation
+                if c is not None:
+                    fused.add(c)
+    return [c for c in module.computation_post_order() if c not in fused]
+
+
+class DfsRewriteVisitor:
+    """Subclass, add ``handle_*`` methods, call :meth:`run_on_module`."""
+
+    def __init__(self) -> None:
+        self.changed = False
+        self._state: dict[Instruction, int] = {}
+
+    # -- overridables ------------------------------------------------------------
+    def should_process(self, instr: Instruction) -> bool:
+        return True
+
+    def default_action(self, instr: Instruction) -> None:
+        return None
+
+    # -- state --------------------------------------------------------------------
+    def set_visited(self, instr: Instruction) -> None:
+        self._state[instr] = _VISITED
+
+    def mark_changed(self) -> None:
+        self.changed = True
+
+    # -- dispatch -------------------------------------------------------------------
+    def _handler(self, opcode: str):
+        h = getattr(self, "handle_" + opcode.replace("-", "_"), None)
+        if h is not None:
+            return h
+        if opcode in ELEMENTWISE_UNARY:
+            return getattr(self, "handle_elementwise_unary", self.default_action)
+        if opcode in ELEMENTWISE_BINARY:
+            return getattr(self, "handle_elementwise_binary", self.default_action)
+        return self.default_action
+
+    # -- walking ----------------------------------------------------------------------
+    def run_on_module(self, module: Module) -> bool:
+        for comp in nonfusion_computations(module):
+            self.run_on_computation(comp)
+        return self.changed
+
+    def run_on_computation(self, comp: Computation) -> None:
+        roots = [i for i in comp._instructions
+                 if not i._users and i is not comp.root and not i.control_successors]
+        for r in roots:
+            if r.parent is comp:
+                self._dfs(r)
+        if comp.root is not None:
+            self._dfs(comp.root)
+
+    def _dfs(self, root: Instruction) -> None:
+        state = self._state
+        stack = [root]
+        while stack:
+            cur = stack[-1]
+            st = state.get(cur)
+            if st == _VISITED or cur.parent is None:
+                stack.pop()
+                continue
+            if st == _VISITING:
+                stack.pop()
+                if self.should_process(cur):
+                    self._handler(cur.opcode)(cur)
+                state[cur] = _VISITED
+                continue
+            state[cur] = _VISITING
+            for op in cur.operands:
+                s = state.get(op)
+                if s == _VISITING:
+                    raise ValueError(f"cycle through {op.name} and {cur.name}")
+                if s != _VISITED:
+                    stack.append(op)
+            for op in cur.control_predecessors:
+                if state.get(op) != _VISITED:
+                    stack.append(op)
+
+    # -- rewriting ---------------------------------------------------------------------
+    def replace_instruction(self, old: Instruction, new: Instruction) -> None:
+        """``DfsHloRewriteVisitor::ReplaceInstruction``: control
+        dependencies relayed, metadata carried over, the old name kept for
+        the same opcode, and dead operands removed."""
+        replace_instruction(old, new)
+        self.changed = True
+
+
+# ---------------------------------------------------------------------------
+# Instruction creation and replacement with XLA's conventions
+# ---------------------------------------------------------------------------
+
+
+def add_instruction(comp: Computation, instr: Instruction, metadata_from: Instruction | None = None
+                    ) -> Instruction:
+    """``HloComputation::AddInstruction(instr, &metadata)``: a module-unique
+    name from the opcode (``bitcast``, ``bitcast.1``, ...) and, if given,
+    the metadata of ``metadata_from``."""
+    if metadata_from is not None and "metadata" in metadata_from.attrs:
+        instr.attrs["metadata"] = metadata_from.attrs["metadata"]
+    return comp.add_instruction(instr, instr.name or instr.opcode)
+
+
+def make(opcode: str, shape: Shape, operands: list[Instruction], attrs: dict[str, Any] | None = None,
+         metadata_from: Instruction | None = None) -> Instruction:
+    """Create an instruction in the operands' computation."""
+    comp = operands[0].parent
+    assert comp is not None
+    return add_instruction(comp, Instruction(opcode, shape, operands, "", dict(attrs or {})),
+                           metadata_from)
+
+
+def make_bitcast(operand: Instruction, shape: Shape, metadata_from: Instruction | None = None
+                 ) -> Instruction:
+    """``MakeBitcastHlo(operand, shape, &metadata)``."""
+    return make("bitcast", shape, [operand], metadata_from=metadata_from)
+
+
+def make_copy(operand: Instruction, shape: Shape) -> Instruction:
+    """``MakeCopyHlo(operand, shape)`` (no metadata)."""
+    return make("copy", shape, [operand])
+
+
+def make_transpose(operand: Instruction, shape: Shape, dimensions, metadata_from=None) -> Instruction:
+    return make("transpose", shape, [operand], {"dimensions": _int_list(dimensions)}, metadata_from)
+
+
+def make_reshape(operand: Instruction, shape: Shape, metadata_from=None) -> Instruction:
+    return make("reshape", shape, [operand], metadata_from=metadata_from)
+
+
+def _int_list(values) -> str:
+    return "{" + ",".join(str(int(v)) for v in values) + "}"
+
+
+def _op_name(instr: Instruction) -> bool:
+    text = instr.attrs.get("metadata")
+    return bool(text) and bool(instr.metadata.get("op_name"))
+
+
+_SIDE_EFFECTING = frozenset({
+    "send", "send-done", "recv", "recv-done", "rng", "rng-get-and-update-state", "infeed",
+    "outfeed", "all-reduce-start", "all-reduce-done", "all-gather-start", "all-gather-done",
+    "collective-broadcast", "collective-permute-start", "collective-permute-done",
+})
+
+
+def _has_side_effect(instr: Instruction) -> bool:
+    if instr.opcode in _SIDE_EFFECTING:
+        return True
+    if instr.opcode == "custom-call":
+        return instr.attrs.get("custom_call_has_side_effect") == "true"
+    if instr.opcode in ("all-reduce", "all-gather", "all-to-all", "reduce-scatter",
+                        "collective-permute"):
+        return "channel_id" in instr.attrs or instr.attrs.get("constrain_layout") == "true"
+    return False
+
+
+def remove_instruction_and_unused_operands(comp: Computation, instr: Instruction) -> None:
+    """``HloComputation::RemoveInstructionAndUnusedOperands`` (parameters
+    and side-effecting instructions stay)."""
+    from collections import deque
+    work = deque([instr])
+    removed: set[Instruction] = set()
+    while work:
+        item = work.popleft()
+        if item in removed or item.parent is not comp or item._users or item is comp.root \
+                or item.opcode == "parameter" or item.control_predecessors \
+                or item.control_successors or (item is not instr and _has_side_effect(item)):
+            continue
+        work.extend(item.operands)
+        comp.remove_instruction(item)
+        removed.add(item)
+
+
+def replace_instruction(old: Instruction, new: Instruction, remove_unused_operands: bool = True
+                        ) -> None:
+    """``HloComputation::ReplaceInstructionWithDifferentShape`` with
+    relayed control dependencies (what DfsHloRewriteVisitor uses)."""
+    comp = old.parent
+    assert comp is not None
+    if new.parent is None:
+        add_instruction(comp, new)
+    for p in list(old.control_predecessors):
+        if p is not new:
+            p.add_control_dependency_to(new)
+    for s in list(old.control_successors):
+        if s is not new:
+            new.add_control_dependency_to(s)
+    old.drop_all_control_deps()
+    if "metadata" in old.attrs and not _op_name(new) and _op_name(old):
+        new.attrs["metadata"] = old.attrs["metadata"]
+    if "sharding" not in new.attrs and "sharding" in old.attrs:
+        new.attrs["sharding"] = old.attrs["sharding"]
+    old.replace_all_uses_with(new)
+    if old.opcode == new.opcode and (old.opcode != "custom-call"
+                                     or old.custom_call_target == new.custom_call_target):
+        _rename(new, old.name)
+    if remove_unused_operands:
+        remove_instruction_and_unused_operands(comp, old)
+    else:
+        comp.remove_instruction(old)
+
+
+def _rename(instr: Instruction, name: str) -> None:
+    comp = instr.parent
+    if instr.name == name or comp is None:
+        return
+    if comp._names is not None:
+        comp._names.pop(instr.name, None)
+        comp._names[name] = instr
+    instr.name = name
+    if comp.module is not None:
+        comp.module.reserve_name(name)

@@ -1,0 +1,49 @@
+"""reshape-is-bitcast: the precondition of layout normalization, as a checker.
+
+XLA's LayoutNormalization handles a reshape by ``TF_RET_CHECK(ShapeUtil::
+ReshapeIsBitcast(s, operand->shape()))`` (layout_normalization.cc): a
+reshape whose operand and result layouts do not describe the same bytes
+crashes the compiler.  The reshape-decomposer establishes it; anything that
+changes a layout after that (a GEMM rewriter pinning its output to the
+canonical layout, scenario S0) can break it.  This checker reports each
+such reshape with the message XLA would print, plus the operand and result
+layouts, so the pipeline can name the pass after which it first appeared.
+"""
+
+from __future__ import annotations
+
+from ..ir.module import Module
+from ..ir.shape import reshape_is_bitcast
+from ..source import Diagnostic
+from ..verify import Checker
+
+
+class ReshapeIsBitcast(Checker):
+    """Every reshape (outside fusions) must be a bitcast."""
+
+    name = "reshape-is-bitcast"
+
+    def check(self, module: Module) -> list[Diagnostic]:
+        from .dfs_rewrite import nonfusion_computations
+        out: list[Diagnostic] = []
+        try:
+            for comp in nonfusion_computations(module):
+                for instr in comp._instructions:
+                    if instr.opcode != "reshape" or not instr.operands:
+                        continue
+                    operand = instr.operands[0]
+                    s, s0 = instr.shape, operand.shape
+                    if not (s.is_array and s0.is_array) or reshape_is_bitcast(s, s0):
+                        continue
+                    out.append(self.diag(
+                        module, instr,
+                        f"RET_CHECK failure (xla/service/layout_normalization.cc:429) "
+                        f"ShapeUtil::ReshapeIsBitcast(s, operand->shape()): reshape "
+                        f"%{instr.name} from %{operand.name} {s0} to {s} is not a bitcast "
+                        f"(operand layout {s0.layout}, result layout {s.layout})",
+                        notes=["run reshape-decomposer before layout_normalization "
+                               "(it turns the reshape into copy + bitcast)"]))
+        except Exception as e:  # a checker never raises
+            out.append(Diagnostic(rule=self.name, message=f"checker crashed: {e!r}",
+                                  filename=module.filename))
+        return out
