@@ -14,6 +14,9 @@ from importlib import import_module
 from .base import OpcodeRewriter, Pass, Remark, Target
 
 REGISTRY: dict[str, str] = {
+    "cublas-gemm-broadcast-folding-rewriter":
+        "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
+    "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
 }
 

@@ -1,0 +1,117 @@
+"""``cublas-gemm-rewriter``: XLA:GPU's GemmRewriter.
+
+Rewrites every cuBLAS-supported ``dot`` into a BLAS library custom call:
+``__cublas$lt$matmul`` (cuBLAS-LT on CUDA, hipBLASLt on ROCm),
+``__cublas$gemm`` (legacy cuBLAS, ``cublaslt: false``) or
+``__cublas$lt$matmul$f8`` (FP8 operands with their dequantization scales),
+with a ``gemm_backend_config`` printed exactly as XLA prints it.  Users are
+fused into the call where cuBLAS-LT can compute them: a scalar multiply
+(alpha), a matrix add (beta=1, operand 2), a broadcast vector add (epilogue
+BIAS), ReLU, approximate GELU (tanh form; GELU_AUX keeps the pre-activation
+as a second output), SiLU (ROCm >= 7), and for FP8 the output scale, the
+saturating clamp + convert to f8 and the abs-max reduction (damax_output).
+Finally each call gets an s8 workspace as the last tuple element.
+
+Like XLA's pipeline, the default runs the FP8-only rewriter and then the
+non-FP8 one (``fp8: all``); ``fp8: only`` / ``fp8: none`` run just one.
+
+Options: ``cublaslt`` (LT vs legacy target), ``bias`` (fuse adds;
+XLA turns it off with --xla_gpu_async_dot), ``pin_output_layout`` (the
+custom call's output gets the canonical descending layout, as a BLAS
+library writes it: layout-agnostic users such as a reshape then read the
+new layout, layout-sensitive ones get a copy back; scenario S0),
+``size_threshold`` (xla_gpu_gemm_rewrite_size_threshold), ``platform`` /
+``compute_capability`` / ``toolkit_version`` (override the Target; ROCm
+selects hipBLASLt type tables, workspaces and FP8 rules).
+
+Every pattern that does not match records a ``missed`` remark saying which
+sub-pattern failed (``self.remarks``).
+
+Postcondition: no cuBLAS-supported dot above the size threshold remains in
+a fusible computation; every BLAS call returns (outputs..., s8[workspace]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...ir.module import Computation, Instruction, Module
+from ...source import UsageError
+from ..base import Pass, Target
+from .config import Gpu
+from .rewriter import GemmRewriterVisitor, Options
+from .workspace import add_workspaces
+
+_FP8_MODES = ("all", "only", "none")
+
+
+def fusible_computations(module: Module) -> list[Computation]:
+    """``GetFusibleComputations``: computations in post order, minus fusion
+    bodies and computations called by anything but while/conditional."""
+    excluded: set[Computation] = set()
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if not instr.attrs or instr.opcode in ("while", "conditional"):
+                continue
+            excluded.update(instr.called_computations())
+    return [c for c in module.computation_post_order() if c not in excluded]
+
+
+@dataclass(frozen=True)
+class GemmRewriter(Pass):
+    """Rewrite dots into cuBLAS/cuBLAS-LT/hipBLASLt custom calls with fused epilogues."""
+
+    name = "cublas-gemm-rewriter"
+    cublaslt: bool = True
+    fp8: str = "all"
+    bias: bool = True
+    pin_output_layout: bool = False
+    size_threshold: int = 100
+    platform: str = ""
+    compute_capability: str = ""
+    toolkit_version: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fp8 not in _FP8_MODES:
+            raise UsageError(f"cublas-gemm-rewriter: fp8 must be one of {', '.join(_FP8_MODES)} (got {self.fp8!r})")
+        if self.platform not in ("", "cuda", "rocm"):
+            raise UsageError(f"cublas-gemm-rewriter: platform must be cuda or rocm (got {self.platform!r})")
+        object.__setattr__(self, "_seen", set())
+
+    def gpu(self) -> Gpu:
+        target = self.target
+        if self.platform or self.compute_capability:
+            platform = self.platform or target.platform
+            cc = self.compute_capability or (target.compute_capability
+                                             if platform == target.platform else "")
+            target = Target(platform, target.device, cc)
+        return Gpu.from_target(target, self.toolkit_version)
+
+    def note(self, instr: Instruction | str | None, message: str, kind: str, **data: Any) -> None:
+        name = instr.name if isinstance(instr, Instruction) else instr
+        key = (name, message, kind)
+        if key in self._seen:  # type: ignore[attr-defined]
+            return
+        self._seen.add(key)  # type: ignore[attr-defined]
+        derived = data.pop("derived_from", ())
+        if isinstance(derived, str):
+            derived = (derived,)
+        self.remark(instr, message, kind=kind, derived_from=derived, **data)
+
+    def run(self, module: Module) -> bool:
+        gpu = self.gpu()
+        phases = {"all": (True, False), "only": (True,), "none": (False,)}[self.fp8]
+        changed = False
+        for fp8_only in phases:
+            opts = Options(fp8_only=fp8_only, bias=self.bias, cublaslt=self.cublaslt,
+                           pin_output_layout=self.pin_output_layout, size_threshold=self.size_threshold)
+            for comp in fusible_computations(module):
+                visitor = GemmRewriterVisitor(self, gpu, opts)
+                changed |= visitor.run(comp)
+                changed |= add_workspaces(visitor, comp)
+        return changed
+
+
+__all__ = ["GemmRewriter", "fusible_computations"]
