@@ -613,16 +613,44 @@ def is_monotonic_with_dim0_major(shape: Shape) -> bool:
 
 def make_shape_with_descending_layout_and_same_physical_layout(shape: Shape) -> Shape:
     """``ShapeUtil::MakeShapeWithDescendingLayoutAndSamePhysicalLayout``:
-    dimensions reordered major-to-minor, default layout; keeps layout extras."""
+    dimensions reordered major-to-minor, default layout; like XLA, the
+    tiles, element size, tail padding and memory space are kept (they
+    describe the same physical layout), other layout fields are not."""
     m2m = shape.minor_to_major
     dims = [shape.dimensions[d] for d in reversed(m2m)]
     layout = default_layout(len(dims))
-    if shape.layout is not None and shape.layout.has_extras:
-        layout = shape.layout.with_minor_to_major(layout.minor_to_major)
+    old = shape.layout
+    if old is not None and old.has_extras:
+        layout = Layout(layout.minor_to_major, old.tiles, old.tail_padding_alignment,
+                        element_size_in_bits=old.element_size_in_bits,
+                        memory_space=old.memory_space)
     dyn = None
     if shape.dynamic is not None:
         dyn = [shape.dynamic[d] for d in reversed(m2m)]
     return intern(Shape(shape.element_type, dims, layout, dyn))
+
+
+#: Sub-byte non-pred types (XLA's primitive_util::IsSubByteNonPredType).
+SUB_BYTE_TYPES = frozenset(t for t, (bits, kind) in PRIMITIVE_TYPES.items()
+                           if 0 < bits < 8 and kind != "pred")
+
+
+def with_element_size_in_bits(layout: Layout, bits: int) -> Layout:
+    return Layout(layout.minor_to_major, layout.tiles, layout.tail_padding_alignment,
+                  layout.index_type, layout.pointer_type, bits, layout.memory_space,
+                  layout.split_configs, layout.physical_shape, layout.dynamic_metadata_prefix_bytes)
+
+
+def change_element_type(shape: Shape, element_type: str) -> Shape:
+    """``ShapeUtil::ChangeElementType``: the layout stays; its element size
+    in bits is cleared unless the new type is sub-byte."""
+    if shape.tuple_shapes is not None:
+        return Shape.tuple(change_element_type(s, element_type) for s in shape.tuple_shapes)
+    out = intern(Shape(element_type, shape.dimensions, shape.layout, shape.dynamic))
+    if out.layout is not None and out.layout.element_size_in_bits \
+            and element_type not in SUB_BYTE_TYPES:
+        out = out.with_layout(with_element_size_in_bits(out.layout, 0))
+    return out
 
 
 def dims_physical_major_to_minor(shape: Shape) -> list[int]:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from . import attrs as A
 from .opcode import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
-from .shape import Shape, is_array_type
+from .shape import Shape, change_element_type, is_array_type, permute_dimensions
 
 _SAME_SHAPE_UNARY = ELEMENTWISE_UNARY - {"convert", "bitcast-convert", "is-finite",
                                          "real", "imag", "reduce-precision"}
@@ -25,18 +25,21 @@ def _array(shape: Shape, what: str) -> Shape:
 
 
 def infer_shape(opcode: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Shape | None:
-    """Inferred result shape (with default layout), or None if unknown."""
+    """Inferred result shape, or None if unknown.  Like XLA's
+    ShapeInference, ops that keep their operand's shape keep its layout
+    (elementwise ops: the first operand's; transpose: the permuted layout
+    that makes it a bitcast); new shapes get the default layout."""
     shapes = [o.shape for o in operands]
     if opcode in _SAME_SHAPE_UNARY or opcode == "reduce-precision":
         if len(shapes) != 1:
             return None
-        return shapes[0].with_default_layout()
+        return shapes[0]
     if opcode == "is-finite":
-        return Shape.array("pred", _array(shapes[0], "operand").dimensions)
+        return change_element_type(_array(shapes[0], "operand"), "pred")
     if opcode in ("real", "imag"):
         s = _array(shapes[0], "operand")
         et = {"c64": "f32", "c128": "f64"}.get(s.element_type, s.element_type)
-        return Shape.array(et, s.dimensions)
+        return change_element_type(s, et)
     if opcode in ELEMENTWISE_BINARY:
         if len(shapes) != 2:
             return None
@@ -44,16 +47,18 @@ def infer_shape(opcode: str, operands: Sequence[Any], attrs: dict[str, Any]) -> 
         if a.dimensions != b.dimensions and a.rank and b.rank:
             raise ValueError(f"binary op {opcode} with incompatible shapes {a} and {b}")
         base = a if a.rank >= b.rank else b
+        if a.dimensions != b.dimensions:
+            base = base.with_default_layout()
         if opcode == "compare":
-            return Shape.array("pred", base.dimensions)
+            return change_element_type(base, "pred")
         if opcode == "complex":
             et = {"f32": "c64", "f64": "c128"}.get(a.element_type, a.element_type)
-            return Shape.array(et, base.dimensions)
-        return base.with_default_layout()
+            return change_element_type(base, et)
+        return base
     if opcode in ("select", "clamp"):
         if len(shapes) != 3:
             return None
-        return shapes[1].with_default_layout()
+        return shapes[1]
     if opcode == "tuple":
         return Shape.tuple(shapes)
     if opcode == "get-tuple-element":
@@ -69,7 +74,9 @@ def infer_shape(opcode: str, operands: Sequence[Any], attrs: dict[str, Any]) -> 
         perm = A.parse_int_list(attrs["dimensions"])
         if sorted(perm) != list(range(s.rank)):
             raise ValueError(f"transpose dimensions {list(perm)} are not a permutation of rank {s.rank}")
-        return Shape.array(s.element_type, [s.dimensions[p] for p in perm])
+        if s.layout is None:
+            return Shape.array(s.element_type, [s.dimensions[p] for p in perm])
+        return permute_dimensions(perm, s)
     if opcode == "concatenate":
         dim = A.parse_int_list(attrs["dimensions"])[0]
         s0 = _array(shapes[0], "operand")
@@ -106,9 +113,9 @@ def infer_shape(opcode: str, operands: Sequence[Any], attrs: dict[str, Any]) -> 
     if opcode in ("copy-start",):
         return Shape.tuple([shapes[0], shapes[0], Shape.array("u32", [])])
     if opcode == "cholesky":
-        return shapes[0].with_default_layout()
+        return shapes[0]
     if opcode == "triangular-solve":
-        return shapes[1].with_default_layout()
+        return shapes[1]
     if opcode in ("partition-id", "replica-id"):
         return Shape.array("u32", [])
     if opcode == "get-dimension-size":
@@ -123,12 +130,12 @@ def infer_shape(opcode: str, operands: Sequence[Any], attrs: dict[str, Any]) -> 
             dims.append(lo + hi + d + max(0, d - 1) * it)
         return Shape.array(s.element_type, dims)
     if opcode == "reverse":
-        return shapes[0].with_default_layout()
+        return shapes[0]
     if opcode == "dynamic-slice":
         s = _array(shapes[0], "operand")
         return Shape.array(s.element_type, A.parse_int_list(attrs["dynamic_slice_sizes"]))
     if opcode == "dynamic-update-slice":
-        return shapes[0].with_default_layout()
+        return shapes[0]
     if opcode == "conditional":
         comp = attrs.get("true_computation")
         if comp is None and attrs.get("branch_computations"):

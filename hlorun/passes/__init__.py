@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "cublas-gemm-broadcast-folding-rewriter":
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
+    "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
 }
 

@@ -5,9 +5,10 @@ in which new instructions (and so their names) are created, so it follows
 ``HloComputation::Accept`` / ``PostOrderDFS`` exactly: per non-fusion
 computation (callees first), first every unreachable root (dead, no control
 successors, in instruction order), then the root; depth first with an
-explicit stack where operands are pushed first-to-last (so the *last*
-operand's subtree is visited first); an instruction is handled after its
-operands, once; instructions created during the walk are only visited if
+explicit stack, the first operand's subtree first (operands are pushed
+when their user is first reached, so an operand replaced later is seen in
+its new form by users reached afterwards); an instruction is handled after
+its operands, once; instructions created during the walk are only visited if
 something not yet expanded reaches them (``set_visited`` prevents that).
 
 Handlers are ``handle_<opcode>`` methods ('-' -> '_'), falling back to
@@ -107,6 +108,7 @@ class DfsRewriteVisitor:
                 state[cur] = _VISITED
                 continue
             state[cur] = _VISITING
+            mark = len(stack)
             for op in cur.operands:
                 s = state.get(op)
                 if s == _VISITING:
@@ -116,6 +118,9 @@ class DfsRewriteVisitor:
             for op in cur.control_predecessors:
                 if state.get(op) != _VISITED:
                     stack.append(op)
+            # XLA reverses what it pushed: the first operand is expanded first,
+            # as a recursive walk would.
+            stack[mark:] = stack[mark:][::-1]
 
     # -- rewriting ---------------------------------------------------------------------
     def replace_instruction(self, old: Instruction, new: Instruction) -> None:
@@ -142,9 +147,9 @@ def add_instruction(comp: Computation, instr: Instruction, metadata_from: Instru
 
 
 def make(opcode: str, shape: Shape, operands: list[Instruction], attrs: dict[str, Any] | None = None,
-         metadata_from: Instruction | None = None) -> Instruction:
-    """Create an instruction in the operands' computation."""
-    comp = operands[0].parent
+         metadata_from: Instruction | None = None, comp: Computation | None = None) -> Instruction:
+    """Create an instruction in ``comp`` (default: the operands' computation)."""
+    comp = comp or operands[0].parent
     assert comp is not None
     return add_instruction(comp, Instruction(opcode, shape, operands, "", dict(attrs or {})),
                            metadata_from)

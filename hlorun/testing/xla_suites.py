@@ -29,4 +29,12 @@ SUITES: dict[str, XlaSuite] = {
         check_calls=("CheckReshapeDecomposer",),
         after_check=all_reshapes_are_bitcasts,
     ),
+    "xla/service/layout_normalization_test.cc": XlaSuite(
+        pass_name="layout_normalization",
+        check_calls=("CheckLayoutNormalization",),
+        skips={
+            "CustomCallTransformerModifiesInPlaceAndReturnsNullopt":
+                "needs a C++ custom-call transformer callback passed to the pass",
+        },
+    ),
 }
