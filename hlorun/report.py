@@ -53,3 +53,80 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
 def write_stdout(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+# ---------------------------------------------------------------------------
+# Pipeline output: pass table, diffs, violations, summary
+# ---------------------------------------------------------------------------
+
+
+def _styled(text: str, style: str | None) -> None:
+    c = console()
+    c.print(text, style=style if c.is_terminal else None)
+
+
+def pass_table(rows: Iterable[Sequence[Any]], title: str | None = None,
+               columns: Sequence[str] = ("#", "pipeline/pass", "changed", "instructions", "time")) -> None:
+    """The per-pass table: rows of (index, path, changed, 'before -> after',
+    time).  Plain aligned text when stderr is not a terminal (logs, CI)."""
+    c = console()
+    rows = [[str(x) for x in r] for r in rows]
+    right = {"#", "time", "instructions"}
+    if not c.is_terminal:
+        widths = [max([len(col)] + [len(r[i]) for r in rows]) for i, col in enumerate(columns)]
+
+        def fmt(cells):
+            return "  ".join(x.rjust(w) if columns[i] in right else x.ljust(w)
+                             for i, (x, w) in enumerate(zip(cells, widths))).rstrip()
+        if title:
+            c.print(title)
+        c.print(fmt(columns))
+        for r in rows:
+            c.print(fmt(r))
+        return
+    from rich.table import Table
+    t = Table(title=title, header_style="bold", box=None, pad_edge=False)
+    for col in columns:
+        t.add_column(col, justify="right" if col in right else "left", no_wrap=True)
+    for cells in rows:
+        style = "dim"
+        if len(cells) > 2:
+            style = "bold" if cells[2] == "yes" else ("red" if cells[2] in ("FAILED", "LIED") else "dim")
+        t.add_row(*cells, style=style)
+    c.print(t)
+
+
+def diff_block(header: str, lines: Iterable[str]) -> None:
+    """A unified diff, colored like ``git diff`` on a terminal."""
+    c = console()
+    color = c.is_terminal
+    _styled(header, "bold cyan" if color else None)
+    for ln in lines:
+        if not color:
+            c.print(ln)
+        elif ln.startswith("@@"):
+            c.print(ln, style="cyan")
+        elif ln.startswith("+") and not ln.startswith("+++"):
+            c.print(ln, style="green")
+        elif ln.startswith("-") and not ln.startswith("---"):
+            c.print(ln, style="red")
+        elif ln.startswith(("---", "+++")):
+            c.print(ln, style="bold")
+        else:
+            c.print(ln)
+
+
+def panel(title: str, body: str, style: str = "red") -> None:
+    """A highlighted box (violations, pass failures)."""
+    from rich.panel import Panel
+    from rich.text import Text
+    c = console()
+    if c.is_terminal:
+        c.print(Panel(Text(body), title=title, border_style=style, expand=False))
+    else:
+        c.print(f"== {title} ==")
+        c.print(body)
+
+
+def summary(text: str, ok: bool) -> None:
+    _styled(text, ("bold green" if ok else "bold red"))

@@ -167,7 +167,8 @@ CHECKERS: dict[str, str] = {
 }
 
 
-def get_checker(name: str) -> Checker:
+def checker_class(name: str) -> type[Checker]:
+    """The class registered as ``name`` (UsageError with near matches if none)."""
     spec = CHECKERS.get(name)
     if spec is None:
         import difflib
@@ -175,11 +176,19 @@ def get_checker(name: str) -> Checker:
         from .source import UsageError
         raise UsageError(f"unknown checker '{name}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
     module, attr = spec.split(":")
-    return getattr(import_module(module), attr)()
+    return getattr(import_module(module), attr)
+
+
+def get_checker(name: str, **options) -> Checker:
+    """An instance of checker ``name``.  A checker with options is a
+    dataclass (its fields are the options pipeline YAML may set); one that
+    needs pipeline-level configuration (e.g. the ``custom_call_targets``
+    section) defines ``from_pipeline(cls, spec, options) -> Checker``."""
+    return checker_class(name)(**options)
 
 
 def verify(module: Module) -> list[Diagnostic]:
     return HloVerifier().check(module)
 
 
-__all__ = ["Checker", "CHECKERS", "HloVerifier", "get_checker", "verify"]
+__all__ = ["Checker", "CHECKERS", "HloVerifier", "checker_class", "get_checker", "verify"]

@@ -17,7 +17,11 @@ from .. import __version__
 #: command -> ("module:attribute", one-line help shown by ``hlorun --help``)
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("hlorun.cli.fmt:check", "Parse and verify HLO files; report diagnostics."),
+    "compile": ("hlorun.cli.compile:compile_cmd", "Run a YAML pipeline on a module: pass table, diffs, violations, dumps."),
     "fmt": ("hlorun.cli.fmt:fmt", "Parse and print HLO files (full, long, short or canonical form)."),
+    "opt": ("hlorun.cli.opt:opt", "Run just the listed passes (--passes=a,b{opt=v}) and print the module."),
+    "passes": ("hlorun.cli.opt:passes_cmd", "List registered passes with their docs and options."),
+    "pipelines": ("hlorun.cli.pipelines:pipelines_cmd", "List pipelines, or show one as a tree (disabled steps marked)."),
 }
 
 

@@ -14,11 +14,14 @@ from importlib import import_module
 from .base import OpcodeRewriter, Pass, Remark, Target
 
 REGISTRY: dict[str, str] = {
+    "cse": "hlorun.passes.cse:HloCSE",
     "cublas-gemm-broadcast-folding-rewriter":
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
+    "dce": "hlorun.passes.dce:HloDCE",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
+    "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",
 }
 
 

@@ -71,6 +71,7 @@ class Pass:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remarks", [])
+        object.__setattr__(self, "records", [])
 
     # -- contract -------------------------------------------------------------
     def run(self, module: Module) -> bool:  # pragma: no cover - abstract
@@ -82,6 +83,12 @@ class Pass:
         name = instr.name if isinstance(instr, Instruction) else instr
         self.remarks.append(Remark(self.name, name, message, kind, dict(data),
                                    [d.name if isinstance(d, Instruction) else d for d in derived_from]))
+
+    def record(self, section: str, **data: Any) -> None:
+        """A structured decision for a report section (e.g. ``"autotune"``:
+        one candidate choice); the pipeline collects these after ``run`` and
+        ``compile --format json`` lists them under that section's key."""
+        self.records.append((section, dict(data)))
 
     def fail(self, message: str, instr: Instruction | None = None) -> None:
         raise PassError(message, instruction=instr.name if instr else None,

@@ -1,0 +1,49 @@
+"""Shared pieces of the pipeline commands: error handling, target options,
+reading modules."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+
+
+def handle_errors(fn):
+    """HloErrors become one-screen messages and their exit code (also under
+    CliRunner, which bypasses ``hlorun.cli.main``)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from ..source import HloError
+        try:
+            return fn(*args, **kwargs)
+        except HloError as e:
+            if kwargs.get("traceback"):
+                raise
+            from ..report import error
+            error(e.render())
+            sys.exit(e.exit_code)
+    return wrapper
+
+
+def target_options(fn):
+    fn = click.option("--compute-capability", default=None,
+                      help="Override the pipeline target's compute capability (e.g. 9.0, gfx942).")(fn)
+    fn = click.option("--device", default=None,
+                      help="Override the pipeline target's device (e.g. H100, MI300X).")(fn)
+    fn = click.option("--platform", type=click.Choice(["cuda", "rocm", "sycl", "cpu"]), default=None,
+                      help="Override the pipeline target's platform.")(fn)
+    return fn
+
+
+def read_inputs(path: str, split: bool) -> list[tuple[str, str, str]]:
+    """[(label, filename, text)] for a file (or '-'), split on '// -----'
+    if asked (chunks keep their line numbers)."""
+    from ..fileio import read_text
+    from ..parser import split_input_file
+    text = sys.stdin.read() if path == "-" else read_text(path)
+    name = "<stdin>" if path == "-" else path
+    if not split:
+        return [(name, name, text)]
+    return [(f"{name}:{line}", name, "\n" * (line - 1) + chunk)
+            for line, chunk in split_input_file(text)]

@@ -1,0 +1,243 @@
+"""``cse``: XLA's HloCSE (xla/service/hlo_cse.cc).
+
+Per computation: first identical constants (same shape and value) are
+combined into the first one; then, walking the instructions in post order,
+an instruction identical to an earlier one (same opcode, shape, operands,
+attributes and backend config; commutative binary ops in either operand
+order; iota operands compared by value; called computations compared
+structurally) is replaced by it and removed with the operands that become
+dead.  Zero-operand instructions (other than partition-id/replica-id or ones
+marked ``_xla_cse_safe_zero_operand``), side-effecting instructions,
+``MUST_FUSE`` ones and instructions with control dependencies stay.  In a
+multi-output fusion computation, users of duplicated root elements are
+pointed at the first copy (dce then drops the duplicates).
+
+``is_layout_sensitive`` (XLA's constructor argument): compare shapes with
+layouts (after layout assignment) or without (before).
+
+Postcondition: no two instructions of a computation are CSE-equivalent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.attrs import parse_frontend_attributes
+from ..ir.edit import SideEffects, is_dead, is_safely_removable, remove_instruction_and_unused_operands
+from ..ir.module import Computation, Instruction, Module
+from .base import Pass
+
+COMMUTATIVE = frozenset({"add", "multiply", "mulhi", "maximum", "minimum", "and", "or", "xor"})
+#: Attributes XLA's Identical() does not compare (metadata, frontend
+#: attributes other than the sdy sharding) or that get special treatment.
+_IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "sharding", "backend_config",
+                            "statistics", "origin", "original_value"})
+_SDY_SHARDING = "xla.sdy.sharding"
+_VALUE_KEY_LIMIT = 1024  # elements; bigger constants compare by text
+
+
+@dataclass(frozen=True)
+class HloCSE(Pass):
+    """Common-subexpression elimination: merge identical constants and identical instructions."""
+
+    name = "cse"
+    is_layout_sensitive: bool = False
+    ignore_control_dependencies: bool = False
+    only_fusion_computations: bool = False
+
+    def run(self, module: Module) -> bool:
+        ctx = _Context(self.is_layout_sensitive)
+        fusion_of: dict[Computation, Instruction] = {}
+        for comp in module.computations:
+            for i in comp._instructions:
+                if i.opcode == "fusion":
+                    fc = i.fused_computation
+                    if fc is not None:
+                        fusion_of.setdefault(fc, i)
+        changed = False
+        for comp in list(module.computations):
+            if self.only_fusion_computations and comp not in fusion_of:
+                continue
+            changed |= self._run_on_computation(comp, ctx, fusion_of.get(comp))
+        return changed
+
+    # -- constants ---------------------------------------------------------------
+    def _combine_constants(self, comp: Computation, ctx: "_Context") -> bool:
+        if any(i.opcode == "domain" for i in comp._instructions):
+            return False  # XLA combines per sharding domain; stay conservative
+        seen: dict[tuple, Instruction] = {}
+        combined = 0
+        for instr in list(comp._instructions):
+            if instr.opcode != "constant" or instr.parent is not comp:
+                continue
+            key = ctx.constant_key(instr)
+            match = seen.get(key)
+            if match is None:
+                seen[key] = instr
+                continue
+            instr.replace_all_uses_with(match)
+            if instr.control_predecessors or instr.control_successors:
+                continue  # XLA's RemoveInstruction would fail; keep it
+            comp.remove_instruction(instr)
+            self.remark(instr.name, f"combined with identical constant {match.name}",
+                        derived_from=[match])
+            combined += 1
+        return combined > 0
+
+    # -- instructions --------------------------------------------------------------
+    def _should_eliminate(self, instr: Instruction, effects: SideEffects) -> bool:
+        fa_text = instr.attrs.get("frontend_attributes")
+        fa = parse_frontend_attributes(fa_text) if fa_text else {}
+        if not instr.operands and instr.opcode not in ("partition-id", "replica-id") \
+                and "_xla_cse_safe_zero_operand" not in fa:
+            return False
+        if "MUST_FUSE" in fa:
+            return False
+        return not effects.instruction(instr)
+
+    def _run_on_computation(self, comp: Computation, ctx: "_Context",
+                            fusion: Instruction | None) -> bool:
+        changed = self._combine_constants(comp, ctx)
+        effects = SideEffects()
+        reps: dict[tuple, Instruction] = {}
+        for instr in comp.post_order():
+            if instr.parent is not comp:
+                continue
+            if not self._should_eliminate(instr, effects):
+                continue
+            if not is_safely_removable(instr, self.ignore_control_dependencies):
+                continue
+            key = ctx.key(instr)
+            rep = reps.get(key)
+            if rep is not None and rep.parent is comp:
+                name = instr.name
+                instr.replace_all_uses_with(rep)
+                remove_instruction_and_unused_operands(
+                    comp, instr, self.ignore_control_dependencies, side_effects=effects)
+                self.remark(name, f"replaced by identical {rep.name}", derived_from=[rep])
+                changed = True
+                continue
+            reps[key] = instr
+            ops = instr.operands
+            for i, a in enumerate(ops):
+                if a.opcode != "iota":
+                    continue
+                for j in range(i + 1, len(ops)):
+                    b = ops[j]
+                    if a is b or b.opcode != "iota" or ctx.iota_key(a) != ctx.iota_key(b):
+                        continue
+                    instr.set_operand(j, a)
+                    changed = True
+                    if is_dead(b) and not b.control_predecessors and not b.control_successors:
+                        comp.remove_instruction(b)
+        if fusion is not None and fusion.parent is not None and comp.root is not None \
+                and comp.root.opcode == "tuple" and fusion.shape.is_tuple:
+            root = comp.root
+            first: dict[Instruction, int] = {}
+            for idx, op in enumerate(root.operands):
+                first.setdefault(op, idx)
+            if len(first) < len(root.operands):
+                for user in fusion.users:
+                    if user.opcode == "get-tuple-element":
+                        new = first[root.operands[user.tuple_index]]
+                        if new != user.tuple_index:
+                            user.attrs["index"] = str(new)
+                            changed = True
+        return changed
+
+
+class _Context:
+    """Keys that make XLA's equivalence (Identical with CSE's operand and
+    computation comparators) a dict lookup."""
+
+    def __init__(self, layout_sensitive: bool):
+        self.layout_sensitive = layout_sensitive
+        self._comp_keys: dict[Computation, Any] = {}
+
+    def shape_key(self, shape) -> Any:
+        return shape if self.layout_sensitive else shape.without_layout()
+
+    def constant_key(self, instr: Instruction) -> tuple:
+        lit = instr.literal
+        shape = self.shape_key(instr.shape)
+        if lit is None:
+            return (shape, None, id(instr))
+        if instr.shape.is_array and instr.shape.element_count <= _VALUE_KEY_LIMIT:
+            try:
+                value = lit.value
+                return (shape, "v", value.dtype.str, value.tobytes())
+            except Exception:  # undecodable literal: compare its text
+                pass
+        return (shape, "t", lit.text)
+
+    def iota_key(self, instr: Instruction) -> tuple:
+        return ("iota", instr.attrs.get("iota_dimension"), self.shape_key(instr.shape))
+
+    def _operand_key(self, op: Instruction) -> Any:
+        return self.iota_key(op) if op.opcode == "iota" else op.id
+
+    def _attrs_key(self, instr: Instruction, computation_key) -> tuple:
+        out = []
+        for k, v in instr.attrs.items():
+            if k in _IGNORED_ATTRS:
+                continue
+            if isinstance(v, Computation):
+                v = computation_key(v)
+            elif isinstance(v, list):
+                v = tuple(computation_key(c) if isinstance(c, Computation) else c for c in v)
+            out.append((k, v))
+        out.sort()
+        return tuple(out)
+
+    def _sharding_key(self, instr: Instruction) -> tuple:
+        fa = instr.attrs.get("frontend_attributes")
+        sdy = parse_frontend_attributes(fa).get(_SDY_SHARDING) if fa and _SDY_SHARDING in fa else None
+        return (instr.attrs.get("sharding"), sdy)
+
+    def key(self, instr: Instruction) -> tuple:
+        ops = [self._operand_key(o) for o in instr.operands]
+        if instr.opcode in COMMUTATIVE and len(ops) == 2:
+            ops.sort(key=repr)
+        return (instr.opcode, self.shape_key(instr.shape), tuple(ops),
+                self._sharding_key(instr), instr.attrs.get("backend_config"),
+                self._attrs_key(instr, self.computation_key))
+
+    def computation_key(self, comp: Computation) -> Any:
+        """Structural identity of a computation (``HloComputation::operator==``:
+        layout-sensitive, names ignored, compared from the root)."""
+        got = self._comp_keys.get(comp)
+        if got is not None:
+            return got
+        self._comp_keys[comp] = ("cycle", id(comp))
+        if comp.root is None:
+            key: Any = ("empty", comp.num_parameters)
+        else:
+            index: dict[Instruction, int] = {}
+            rows = []
+            order: list[Instruction] = []
+            stack = [(comp.root, False)]
+            while stack:
+                cur, done = stack.pop()
+                if cur in index:
+                    continue
+                if done:
+                    index[cur] = len(order)
+                    order.append(cur)
+                    continue
+                stack.append((cur, True))
+                for o in reversed(cur.operands):
+                    if o not in index:
+                        stack.append((o, False))
+            for i in order:
+                extra: Any = None
+                if i.opcode == "parameter":
+                    extra = i.parameter_number
+                elif i.opcode == "constant" and i.literal is not None:
+                    extra = i.literal.text
+                rows.append((i.opcode, i.shape, tuple(index[o] for o in i.operands), extra,
+                             i.attrs.get("backend_config"),
+                             self._attrs_key(i, self.computation_key)))
+            key = (comp.num_parameters, comp.execution_thread, tuple(rows))
+        self._comp_keys[comp] = key
+        return key

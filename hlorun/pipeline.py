@@ -1,0 +1,471 @@
+"""Running a pipeline: passes, invariant checkers and listener events.
+
+``run_pipeline(module, spec, RunOptions(...)) -> PipelineResult`` runs the
+steps of a :class:`~hlorun.pipeline_spec.PipelineSpec` in order, the way
+XLA's HloPassPipeline does:
+
+* each sub-pipeline runs its enabled steps; a fixed-point one (HloPassFix)
+  reruns them until an iteration changes nothing (``max_iterations``,
+  default 25);
+* the pipeline's checkers (top-level ``checkers:``) run at the start and
+  after every pass that reported a change (``verify_each``; otherwise only
+  at the start and the end); a sub-pipeline's own ``checkers:`` run at its
+  start and after its changed passes; a ``check:`` step runs its checker at
+  that point, and the finding names the pass after which it first appeared;
+* a pass that raises (``PassError`` or anything else) stops the run with a
+  :class:`PassFailure`; a violation stops it too unless ``keep_going``.
+
+Passes never print, dump, time or verify.  The pipeline does that around
+them and tells :class:`Listener` objects (pass table, diffs, dumps,
+reproducers, numerics checks): ``on_run_start``, ``on_pipeline_start``,
+``on_before_pass``, ``on_after_pass``, ``on_pipeline_end``,
+``on_violation``, ``on_pass_failure``, ``on_run_end``.  Time spent in
+listeners is measured per listener class (``result.listener_seconds``).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .ir.module import Module
+from .passes.base import Pass, Remark, Target
+from .pipeline_select import Selection, select
+from .pipeline_spec import CheckerSpec, CheckStep, PassStep, PipelineSpec, PipelineStep, Step
+from .source import Diagnostic, PassError
+
+
+@dataclass
+class RunOptions:
+    verify_each: bool = True
+    check_changed: bool = False
+    disable: Sequence[str] = ()
+    enable_only: Sequence[str] = ()
+    disable_all: bool = False
+    pass_limit: int | None = None
+    keep_going: bool = False
+    #: Overrides the pipeline's ``target:`` when given.
+    target: Target | None = None
+    listeners: Sequence["Listener"] = ()
+
+
+@dataclass
+class PassEvent:
+    """One pass execution (``kind == "pass"``), or a finished sub-pipeline
+    (``kind == "pipeline"``, only in ``on_pipeline_end``)."""
+
+    index: int  # 1-based execution number (--pass-limit counts these); 0 for pipelines
+    name: str
+    pipeline: str  # the enclosing pipeline's name
+    path: str  # enclosing pipelines and name, joined by '/'
+    step: Step
+    kind: str = "pass"
+    iteration: int | None = None  # of the innermost fixed-point sub-pipeline
+    next_name: str = "pipeline-end"  # next enabled step in the same pipeline
+    changed: bool = False
+    seconds: float = 0.0
+    instructions_before: int = 0
+    instructions_after: int = 0
+    remarks: list[Remark] = field(default_factory=list)
+    records: list[tuple[str, dict]] = field(default_factory=list)
+    fixed_point_iterations: int | None = None
+    changed_mismatch: str | None = None  # --check-changed finding
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "pipeline": self.pipeline,
+                "path": self.path, "iteration": self.iteration, "changed": self.changed,
+                "seconds": round(self.seconds, 6),
+                "instructions_before": self.instructions_before,
+                "instructions_after": self.instructions_after,
+                "remarks": len(self.remarks), "changed_mismatch": self.changed_mismatch}
+
+
+@dataclass
+class PipelineEvent:
+    """A (sub-)pipeline starting an iteration."""
+
+    name: str
+    path: str
+    parent: str | None  # enclosing pipeline name, None at the top level
+    step: PipelineStep
+    iteration: int | None
+    first_name: str  # first enabled step, or "pipeline-end"
+
+
+@dataclass
+class Violation:
+    rule: str
+    message: str
+    instruction: str | None
+    computation: str | None
+    after_pass: str  # path of the pass after which it appeared, or "pipeline-start"
+    pass_index: int  # 0 for pipeline-start
+    precondition_of: str | None = None  # for check steps: the step that follows
+    checked_at: str | None = None  # where it was detected (for check steps)
+    diagnostic: Diagnostic | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "message": self.message, "instruction": self.instruction,
+                "computation": self.computation, "after_pass": self.after_pass,
+                "pass_index": self.pass_index, "precondition_of": self.precondition_of,
+                "checked_at": self.checked_at}
+
+
+@dataclass
+class PassFailure:
+    index: int
+    name: str
+    path: str
+    message: str
+    instruction: str | None
+    computation: str | None
+    exception: str  # "PassError" or the exception class
+    traceback: str
+    step: Step | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "pass": self.name, "path": self.path,
+                "message": self.message, "instruction": self.instruction,
+                "computation": self.computation, "exception": self.exception}
+
+
+@dataclass
+class PipelineResult:
+    spec: PipelineSpec
+    module: Module
+    selection: Selection
+    target: Target
+    events: list[PassEvent] = field(default_factory=list)
+    pipeline_events: list[PassEvent] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    failure: PassFailure | None = None
+    changed: bool = False
+    seconds: float = 0.0
+    checker_seconds: float = 0.0
+    fingerprint_seconds: float = 0.0
+    listener_seconds: dict[str, float] = field(default_factory=dict)
+    stopped_by_limit: bool = False
+    notes: list[str] = field(default_factory=list)
+    instructions_before: int = 0
+
+    @property
+    def pass_seconds(self) -> float:
+        return sum(e.seconds for e in self.events)
+
+    @property
+    def machinery_seconds(self) -> float:
+        return self.checker_seconds + self.fingerprint_seconds + sum(self.listener_seconds.values())
+
+    @property
+    def remarks(self) -> list[tuple[PassEvent, Remark]]:
+        return [(e, r) for e in self.events for r in e.remarks]
+
+    def records(self, section: str) -> list[dict]:
+        return [dict(rec, pass_index=e.index) for e in self.events
+                for sec, rec in e.records if sec == section]
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if (self.violations or self.failure) else 0
+
+    @property
+    def status(self) -> str:
+        if self.failure:
+            return "pass-failure"
+        if self.violations:
+            return "violation"
+        return "ok"
+
+
+class Listener:
+    """Pipeline events; override what you need (all default to no-ops)."""
+
+    def on_run_start(self, run: "PipelineRunner", module: Module) -> None: ...
+    def on_pipeline_start(self, ev: PipelineEvent, module: Module) -> None: ...
+    def on_before_pass(self, ev: PassEvent, module: Module) -> None: ...
+    def on_after_pass(self, ev: PassEvent, module: Module) -> None: ...
+    def on_pipeline_end(self, ev: PassEvent, module: Module) -> None: ...
+    def on_violation(self, v: Violation, module: Module) -> None: ...
+    def on_pass_failure(self, f: PassFailure, module: Module) -> None: ...
+    def on_run_end(self, result: PipelineResult, module: Module) -> None: ...
+
+
+class _Stop(Exception):
+    pass
+
+
+class PipelineRunner:
+    def __init__(self, spec: PipelineSpec, options: RunOptions | None = None):
+        self.spec = spec
+        self.options = options or RunOptions()
+        self.selection = select(spec, self.options.disable, self.options.enable_only,
+                                self.options.disable_all)
+        self.target = self.options.target or spec.target
+        self.listeners = list(self.options.listeners)
+        self._passes: dict[int, Pass] = {}
+        self._checkers: dict[int, Any] = {}
+        self._global = [self._checker(c) for c in spec.checkers]
+        self._tracked = {id(s.checker): self._checker(s.checker)
+                         for _, s in spec.walk() if isinstance(s, CheckStep)}
+        self._first_seen: dict[tuple, tuple[str, int]] = {}
+        self._fingerprint: str | None = None
+        self.index = 0
+        self.result: PipelineResult | None = None
+
+    # -- helpers ---------------------------------------------------------------------
+    def _checker(self, cs: CheckerSpec):
+        got = self._checkers.get(id(cs))
+        if got is None:
+            got = self._checkers[id(cs)] = cs.instantiate(self.spec)
+        return got
+
+    def _emit(self, method: str, *args) -> None:
+        assert self.result is not None
+        for lst in self.listeners:
+            t = time.perf_counter()
+            getattr(lst, method)(*args)
+            key = type(lst).__name__
+            self.result.listener_seconds[key] = self.result.listener_seconds.get(key, 0.0) \
+                + time.perf_counter() - t
+
+    def _run_checkers(self, checkers, module: Module) -> list[Diagnostic]:
+        assert self.result is not None
+        t = time.perf_counter()
+        out: list[Diagnostic] = []
+        for ch in checkers:
+            try:
+                out.extend(ch.check(module))
+            except Exception as e:  # the contract says never raise; report, don't crash
+                out.append(Diagnostic(rule=getattr(ch, "name", type(ch).__name__),
+                                      message=f"checker crashed: {e!r}"))
+        self.result.checker_seconds += time.perf_counter() - t
+        return out
+
+    def _violations(self, diags: list[Diagnostic], after: str, index: int, module: Module,
+                    precondition_of: str | None = None, checked_at: str | None = None) -> None:
+        assert self.result is not None
+        if not diags:
+            return
+        for d in diags:
+            first = self._first_seen.get((d.rule, d.computation, d.instruction))
+            a, i = (first if (precondition_of and first) else (after, index))
+            v = Violation(d.rule, d.message, d.instruction, d.computation, a, i,
+                          precondition_of, checked_at, d)
+            self.result.violations.append(v)
+            self._emit("on_violation", v, module)
+        if not self.options.keep_going:
+            raise _Stop()
+
+    def _track(self, module: Module, after: str, index: int) -> None:
+        """Record when each finding of a check step's checker first appears."""
+        if not self._tracked:
+            return
+        for d in self._run_checkers(self._tracked.values(), module):
+            self._first_seen.setdefault((d.rule, d.computation, d.instruction), (after, index))
+
+    def _canonical(self, module: Module) -> str:
+        assert self.result is not None
+        from .printer import print_module
+        t = time.perf_counter()
+        text = print_module(module, form="canonical")
+        self.result.fingerprint_seconds += time.perf_counter() - t
+        return text
+
+    def _disabled(self, step: Step) -> bool:
+        return not isinstance(step, CheckStep) and self.selection.is_disabled(step)
+
+    # -- running -----------------------------------------------------------------------
+    def run(self, module: Module) -> PipelineResult:
+        t0 = time.perf_counter()
+        self.result = res = PipelineResult(self.spec, module, self.selection, self.target,
+                                           instructions_before=module.instruction_count)
+        self._emit("on_run_start", self, module)
+        try:
+            self._violations(self._run_checkers(self._global, module), "pipeline-start", 0, module)
+            self._track(module, "pipeline-start", 0)
+            if self.options.check_changed:
+                self._fingerprint = self._canonical(module)
+            for group in self._top_level():
+                res.changed |= self._run_pipeline(group, module, None, (), [], None)
+            if not self.options.verify_each and self._global:
+                last = res.events[-1] if res.events else None
+                self._violations(self._run_checkers(self._global, module),
+                                 last.path if last else "pipeline-start",
+                                 last.index if last else 0, module)
+        except _Stop:
+            pass
+        res.seconds = time.perf_counter() - t0
+        self._emit("on_run_end", res, module)
+        return res
+
+    def _top_level(self) -> list[PipelineStep]:
+        """Top-level sub-pipelines run as XLA's separate pipelines; runs of
+        top-level passes form a pipeline named after the spec."""
+        out: list[PipelineStep] = []
+        loose: list[Step] = []
+        for s in self.spec.steps:
+            if isinstance(s, PipelineStep):
+                if loose:
+                    out.append(PipelineStep(self.spec.name, loose))
+                    loose = []
+                out.append(s)
+            else:
+                loose.append(s)
+        if loose:
+            out.append(PipelineStep(self.spec.name, loose))
+        return out
+
+    def _run_pipeline(self, ps: PipelineStep, module: Module, parent: str | None,
+                      prefix: tuple[str, ...], scoped: list, iteration: int | None) -> bool:
+        assert self.result is not None
+        if self._disabled(ps):
+            return False
+        path = prefix + (ps.name,)
+        steps = [s for s in ps.steps if not self._disabled(s)]
+        own = [self._checker(c) for c in ps.checkers]
+        scoped = scoped + own
+        names = [s.name for s in steps if not isinstance(s, CheckStep)]
+        changed_any = False
+        it = 0
+        while True:
+            it += 1
+            inner_iter = it if ps.fixed_point else iteration
+            self._emit("on_pipeline_start", PipelineEvent(
+                ps.name, "/".join(path), parent, ps, inner_iter,
+                names[0] if names else "pipeline-end"), module)
+            if own:
+                self._violations(self._run_checkers(own, module),
+                                 self._last_path("pipeline-start"), self._last_index(), module)
+            changed_iter = False
+            k = 0  # position among non-check steps
+            for s in steps:
+                if isinstance(s, CheckStep):
+                    nxt = names[k] if k < len(names) else "pipeline-end"
+                    self._violations(self._run_checkers([self._tracked[id(s.checker)]], module),
+                                     self._last_path("pipeline-start"), self._last_index(), module,
+                                     precondition_of="/".join(path + (nxt,)),
+                                     checked_at="/".join(path))
+                    continue
+                k += 1
+                nxt = names[k] if k < len(names) else "pipeline-end"
+                if isinstance(s, PipelineStep):
+                    before = module.instruction_count
+                    ch = self._run_pipeline(s, module, ps.name, path, scoped, inner_iter)
+                    ev = PassEvent(0, s.name, ps.name, "/".join(path + (s.name,)), s, "pipeline",
+                                   inner_iter, nxt, ch, instructions_before=before,
+                                   instructions_after=module.instruction_count)
+                    self.result.pipeline_events.append(ev)
+                    self._emit("on_pipeline_end", ev, module)
+                else:
+                    ch = self._run_pass(s, module, ps.name, path, scoped, inner_iter, nxt)
+                changed_iter |= ch
+            changed_any |= changed_iter
+            if not ps.fixed_point or not changed_iter:
+                break
+            if it >= ps.max_iterations:
+                self.result.notes.append(
+                    f"fixed-point pipeline {'/'.join(path)} still changing after "
+                    f"{ps.max_iterations} iterations; stopped (as XLA's HloPassFix)")
+                break
+        return changed_any
+
+    def _last_path(self, default: str) -> str:
+        assert self.result is not None
+        return self.result.events[-1].path if self.result.events else default
+
+    def _last_index(self) -> int:
+        assert self.result is not None
+        return self.result.events[-1].index if self.result.events else 0
+
+    def _instance(self, step: PassStep) -> Pass:
+        got = self._passes.get(id(step))
+        if got is None:
+            got = self._passes[id(step)] = step.instantiate(self.target, self.spec)
+        return got
+
+    def _run_pass(self, step: PassStep, module: Module, pipeline: str, prefix: tuple[str, ...],
+                  scoped: list, iteration: int | None, nxt: str) -> bool:
+        res = self.result
+        assert res is not None
+        limit = self.options.pass_limit
+        if limit is not None and self.index >= limit:
+            res.stopped_by_limit = True
+            raise _Stop()
+        self.index += 1
+        path = "/".join(prefix + (step.name,))
+        ev = PassEvent(self.index, step.name, pipeline, path, step, "pass", iteration, nxt,
+                       instructions_before=module.instruction_count)
+        inst = self._instance(step)
+        self._emit("on_before_pass", ev, module)
+        t = time.perf_counter()
+        try:
+            if step.fixed_point:
+                n = 0
+                changed = False
+                while n < step.max_iterations:
+                    n += 1
+                    c = bool(inst.run(module))
+                    changed |= c
+                    if not c:
+                        break
+                ev.fixed_point_iterations = n
+            else:
+                changed = bool(inst.run(module))
+        except Exception as e:  # PassError or a bug: report, never a traceback by default
+            ev.seconds = time.perf_counter() - t
+            self._collect(inst, ev)
+            res.events.append(ev)
+            is_pe = isinstance(e, PassError)
+            msg = e.message if is_pe else f"{type(e).__name__}: {e}"
+            res.failure = PassFailure(ev.index, step.name, path, msg,
+                                      getattr(e, "instruction", None),
+                                      getattr(e, "computation", None),
+                                      "PassError" if is_pe else type(e).__name__,
+                                      traceback.format_exc(), step)
+            self._emit("on_pass_failure", res.failure, module)
+            raise _Stop() from None
+        ev.seconds = time.perf_counter() - t
+        ev.changed = changed
+        self._collect(inst, ev)
+        if self.options.check_changed:
+            after = self._canonical(module)
+            really = after != self._fingerprint
+            if really != changed:
+                ev.changed_mismatch = ("reported changed=False but the module changed" if really
+                                       else "reported changed=True but the module is unchanged")
+                ev.changed = changed = changed or really
+            self._fingerprint = after
+        ev.instructions_after = module.instruction_count
+        res.events.append(ev)
+        self._emit("on_after_pass", ev, module)
+        if ev.changed_mismatch:
+            self._violations([Diagnostic(rule="pass-changed-report",
+                                         message=f"pass {step.name} {ev.changed_mismatch}")],
+                             path, ev.index, module)
+        if changed:
+            self._track(module, path, ev.index)
+            if self.options.verify_each:
+                self._violations(self._run_checkers(self._global + scoped, module), path,
+                                 ev.index, module)
+        return changed
+
+    @staticmethod
+    def _collect(inst: Pass, ev: PassEvent) -> None:
+        ev.remarks = list(getattr(inst, "remarks", ()))
+        inst.remarks.clear()
+        recs = getattr(inst, "records", None)
+        if recs:
+            ev.records = list(recs)
+            recs.clear()
+
+
+def run_pipeline(module: Module, spec: PipelineSpec,
+                 options: RunOptions | None = None) -> PipelineResult:
+    """Run ``spec`` on ``module`` (in place); see the module docstring."""
+    return PipelineRunner(spec, options).run(module)
+
+
+__all__ = ["Listener", "PassEvent", "PassFailure", "PipelineEvent", "PipelineResult",
+           "PipelineRunner", "RunOptions", "Violation", "run_pipeline"]
