@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "dce": "hlorun.passes.dce:HloDCE",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
+    "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",
     "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",
 }
 

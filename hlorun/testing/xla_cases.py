@@ -145,6 +145,12 @@ class Plan:
     #: names given to the pass's result and FileCheck's result in the test
     changed_vars: set[str] = field(default_factory=set)
     filecheck_vars: set[str] = field(default_factory=set)
+    #: the Target to run under (None: the suite's)
+    target: dict[str, str] | None = None
+    #: passes the test runs first whose ``changed`` it does not check
+    setup: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: printer form FileCheck reads ("long" = XLA's print_operand_shape)
+    print_form: str = "full"
 
 
 #: A handler gets (plan, suite, statement) and returns True if it took it.
@@ -170,6 +176,9 @@ class XlaSuite:
     #: C++ pass constructor regex -> (pass name, options), for
     #: RunAndFilecheckHloRewrite(hlo, Ctor(...), ...) and RunHloPass(Ctor(...), ...)
     pass_ctors: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: per-case adjustments after the statements were read (target, pass
+    #: options, prefixes, ...) for facts that live in the test's C++ code
+    configure: Callable[[XlaCase, Plan], None] | None = None
 
     def resolve_ctor(self, expr: str) -> tuple[str, dict[str, Any]] | None:
         for rx, spec in self.pass_ctors.items():
@@ -258,6 +267,8 @@ def plan_case(case: XlaCase, suite: XlaSuite) -> Plan:
             continue
         if not _generic(plan, suite, st):
             plan.unsupported.append(st)
+    if suite.configure is not None:
+        suite.configure(case, plan)
     return plan
 
 
@@ -294,13 +305,15 @@ def run_case(case: XlaCase, suite: XlaSuite) -> CaseResult:
             return CaseResult(case.name, "skipped", "XLA does not parse this module either")
         return CaseResult(case.name, "failed", "does not parse", err.render())
     try:
-        changed = run_passes(module, plan.passes, {**suite.target})
+        target = {**(suite.target if plan.target is None else plan.target)}
+        run_passes(module, plan.setup, target)
+        changed = run_passes(module, plan.passes, target)
     except HloError as err:
         return CaseResult(case.name, "failed", f"pass failed: {getattr(err, 'message', err)}",
                           err.render())
     except Exception:
         return CaseResult(case.name, "failed", "pass crashed", traceback.format_exc())
-    text = print_module(module)
+    text = print_module(module, form=plan.print_form)
     if plan.expect_changed is not None and changed != plan.expect_changed:
         return CaseResult(case.name, "failed", f"changed={changed}, test expects {plan.expect_changed}", text)
     if plan.verify:

@@ -22,7 +22,10 @@ library writes it: layout-agnostic users such as a reshape then read the
 new layout, layout-sensitive ones get a copy back; scenario S0),
 ``size_threshold`` (xla_gpu_gemm_rewrite_size_threshold), ``platform`` /
 ``compute_capability`` / ``toolkit_version`` (override the Target; ROCm
-selects hipBLASLt type tables, workspaces and FP8 rules).
+selects hipBLASLt type tables, workspaces and FP8 rules), ``json_order``
+(``sorted``: backend_config keys sorted, as in the XLA that wrote
+shared/xla-dumps; ``proto``: proto field order, as XLA at the corpus commit
+prints it in its tests).
 
 Every pattern that does not match records a ``missed`` remark saying which
 sub-pattern failed (``self.remarks``).
@@ -39,11 +42,12 @@ from typing import Any
 from ...ir.module import Computation, Instruction, Module
 from ...source import UsageError
 from ..base import Pass, Target
-from .config import Gpu
+from .config import CUBLAS_GEMM, LT_TARGETS, Gpu, in_proto_field_order
 from .rewriter import GemmRewriterVisitor, Options
 from .workspace import add_workspaces
 
 _FP8_MODES = ("all", "only", "none")
+BLAS_TARGETS = LT_TARGETS + (CUBLAS_GEMM,)
 
 
 def fusible_computations(module: Module) -> list[Computation]:
@@ -71,14 +75,18 @@ class GemmRewriter(Pass):
     platform: str = ""
     compute_capability: str = ""
     toolkit_version: str = ""
+    json_order: str = "sorted"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.fp8 not in _FP8_MODES:
             raise UsageError(f"cublas-gemm-rewriter: fp8 must be one of {', '.join(_FP8_MODES)} (got {self.fp8!r})")
+        if self.json_order not in ("sorted", "proto"):
+            raise UsageError(f"cublas-gemm-rewriter: json_order must be sorted or proto (got {self.json_order!r})")
         if self.platform not in ("", "cuda", "rocm"):
             raise UsageError(f"cublas-gemm-rewriter: platform must be cuda or rocm (got {self.platform!r})")
         object.__setattr__(self, "_seen", set())
+        object.__setattr__(self, "origin", {})  # GEMM custom call -> dot it came from
 
     def gpu(self) -> Gpu:
         target = self.target
@@ -111,7 +119,18 @@ class GemmRewriter(Pass):
                 visitor = GemmRewriterVisitor(self, gpu, opts)
                 changed |= visitor.run(comp)
                 changed |= add_workspaces(visitor, comp)
+        if changed and self.json_order == "proto":
+            _reorder_configs(module)
         return changed
+
+
+def _reorder_configs(module: Module) -> None:
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "custom-call" and instr.custom_call_target in BLAS_TARGETS:
+                text = instr.attrs.get("backend_config")
+                if text and text.startswith("{"):
+                    instr.attrs["backend_config"] = in_proto_field_order(text)
 
 
 __all__ = ["GemmRewriter", "fusible_computations"]

@@ -11,7 +11,7 @@ from ...ir.attrs import format_output_to_operand_aliasing
 from ...ir.module import Instruction
 from ...ir.shape import compatible
 from . import hlo as H
-from .config import CUBLAS_GEMM, CUBLAS_LT_MATMUL, CUBLAS_LT_MATMUL_F8, read_gemm_config, write_gemm_config
+from .config import CUBLAS_GEMM, CUBLAS_LT_MATMUL_F8, read_gemm_config, write_gemm_config
 from .epilogues import constant_fold_bias, lt_targets, supports_epilogue_fusion
 from .patterns import LT, LT_MAYBE_F8, is_custom_call
 from .types import lt_types_reason
@@ -109,7 +109,7 @@ def handle_add_bias(v: "GemmRewriterVisitor", instr: Instruction) -> None:
             fuse_matrix_bias(v, instr, bias, gemm)
             return
         if why is not None:
-            v.missed(instr, f"matrix bias not fused into {gemm.name}: {why}")
+            v.missed(instr, f"matrix bias not fused into {v.label(gemm)}: {why}")
         break
     # 5. add(bitcast?(slice?(gemm)), bias): matrix bias.
     for x, bias in ((instr.operands[0], instr.operands[1]), (instr.operands[1], instr.operands[0])):
@@ -141,7 +141,7 @@ def fuse_vector_bias(v: "GemmRewriterVisitor", instr: Instruction, bcast: Instru
     num_col_dims = (gemm.operands[1].shape.rank - len(dims.get("rhs_batch_dimensions", []))
                     - len(dims.get("rhs_contracting_dimensions", [])))
     if gemm.user_count != 1 or cfg["epilogue"] != "DEFAULT":
-        v.missed(instr, f"vector bias not fused into {gemm.name}: "
+        v.missed(instr, f"vector bias not fused into {v.label(gemm)}: "
                  + (f"epilogue is already {cfg['epilogue']}" if cfg["epilogue"] != "DEFAULT"
                     else f"it has {gemm.user_count} users"))
         return False
@@ -173,7 +173,7 @@ def fuse_vector_bias(v: "GemmRewriterVisitor", instr: Instruction, bcast: Instru
         from .fp8 import pad_to_multiple_of_16
         bias = pad_to_multiple_of_16(comp, bias, [int(d) for d in dims.get("rhs_batch_dimensions", [])])
     cfg["epilogue"] = "BIAS"
-    result = H.clone(comp, gemm, gemm.shape, list(gemm.operands) + [bias])
+    result = v.clone(comp, gemm, gemm.shape, list(gemm.operands) + [bias])
     write_gemm_config(result, cfg)
     H.set_gemm_name(result)
     fused = result
@@ -182,7 +182,7 @@ def fuse_vector_bias(v: "GemmRewriterVisitor", instr: Instruction, bcast: Instru
     if bc is not None:
         result = H.clone(comp, bc, bc.shape, [result])
     v.replace(instr, result)
-    v.applied(fused, f"fused vector bias {bias.name} into {fused.name} (epilogue BIAS)")
+    v.applied(fused, f"fused vector bias {bias.name} into {v.label(fused)} (epilogue BIAS)")
     return True
 
 
@@ -202,7 +202,7 @@ def fuse_matrix_bias(v: "GemmRewriterVisitor", instr: Instruction, bias: Instruc
                      bc: Instruction | None = None, sl: Instruction | None = None) -> None:
     ref = (bc or sl or gemm).shape
     if (bias.shape.dimensions != ref.dimensions or bias.shape.minor_to_major != ref.minor_to_major):
-        v.missed(instr, f"matrix bias not fused into {gemm.name}: bias shape {bias.shape} differs from "
+        v.missed(instr, f"matrix bias not fused into {v.label(gemm)}: bias shape {bias.shape} differs from "
                         f"the GEMM output {ref}")
         return
     if gemm.shape.element_type == "s32":
@@ -225,7 +225,7 @@ def fuse_matrix_bias(v: "GemmRewriterVisitor", instr: Instruction, bias: Instruc
                "legacy cuBLAS would overwrite a bias buffer that is still needed" if not want else
                f"it has {gemm.user_count} users" if gemm.user_count != 1 else
                f"epilogue {cfg['epilogue']} does not commute with a matrix bias")
-        v.missed(instr, f"matrix bias not fused into {gemm.name}: {why}")
+        v.missed(instr, f"matrix bias not fused into {v.label(gemm)}: {why}")
         return
     cfg["beta"] = 1.0
     comp = instr.parent
@@ -235,7 +235,7 @@ def fuse_matrix_bias(v: "GemmRewriterVisitor", instr: Instruction, bias: Instruc
         folded = H.bitcast(comp, folded, (sl or gemm).shape)
     folded = H.pad_to(comp, folded, gemm.shape)
     operands.insert(2, folded)
-    fused = H.clone(comp, gemm, gemm.shape.with_element_type(bias.shape.element_type), operands)
+    fused = v.clone(comp, gemm, gemm.shape.with_element_type(bias.shape.element_type), operands)
     write_gemm_config(fused, cfg)
     if can_overwrite:
         fused.attrs.pop("output_to_operand_aliasing", None)
@@ -252,5 +252,5 @@ def fuse_matrix_bias(v: "GemmRewriterVisitor", instr: Instruction, bias: Instruc
     if bc is not None:
         result = H.clone(comp, bc, bc.shape, [result])
     v.replace(instr, result)
-    v.applied(fused, f"fused matrix bias {bias.name} into {fused.name} (beta=1"
+    v.applied(fused, f"fused matrix bias {bias.name} into {v.label(fused)} (beta=1"
                      + (", in place" if can_overwrite else "") + ")")

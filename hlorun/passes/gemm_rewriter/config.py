@@ -251,3 +251,33 @@ def read_gemm_config(instr: Instruction) -> dict[str, Any]:
 def write_gemm_config(instr: Instruction, gemm: dict[str, Any]) -> None:
     cfg = instr.backend_config
     instr.attrs["backend_config"] = gpu_backend_config_json(gemm, cfg if isinstance(cfg, dict) else None)
+
+
+# ---------------------------------------------------------------------------
+# Proto field order (XLA at the corpus commit prints JSON in field-number
+# order; the XLA that produced shared/xla-dumps sorts keys)
+# ---------------------------------------------------------------------------
+
+_FIELD_ORDER: dict[str, tuple[str, ...]] = {
+    "": ("operation_queue_id", "cudnn_conv_backend_config", "gemm_backend_config",
+         "force_earliest_schedule", "reification_cost", "device_type", "grouped_gemm_backend_config"),
+    "gemm_backend_config": ("selected_algorithm", "alpha_real", "beta", "dot_dimension_numbers",
+                            "alpha_imag", "precision_config", "epilogue", "lhs_stride", "rhs_stride",
+                            "grad_x", "grad_y", "damax_output", "autotune_workspace_size", "scale_mode"),
+    "dot_dimension_numbers": ("lhs_contracting_dimensions", "rhs_contracting_dimensions",
+                              "lhs_batch_dimensions", "rhs_batch_dimensions"),
+    "precision_config": ("operand_precision", "algorithm"),
+}
+
+
+def _proto_order(value: Any, key: str = "") -> Any:
+    if not isinstance(value, dict):
+        return value
+    order = _FIELD_ORDER.get(key, ())
+    keys = [k for k in order if k in value] + sorted(k for k in value if k not in order)
+    return {k: _proto_order(value[k], k) for k in keys}
+
+
+def in_proto_field_order(text: str) -> str:
+    """The same backend config JSON with keys in proto field order."""
+    return json.dumps(_proto_order(json.loads(text)), separators=(",", ":"))

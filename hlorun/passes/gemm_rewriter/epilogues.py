@@ -12,12 +12,11 @@ import numpy as np
 
 from ...ir.module import Instruction
 from ...ir.shape import Shape, compatible
-from . import fp8
+from . import fp8_output
 from . import hlo as H
-from .config import (CUBLAS_GEMM, CUBLAS_LT_MATMUL, CUBLAS_LT_MATMUL_F8, read_gemm_config,
-                     write_gemm_config)
-from .patterns import (LT, LT_F8, LT_MAYBE_F8, SQRT_2_OVER_PI, bcast_const_near,
-                       bcast_const_scalar, is_custom_call, scalar_value)
+from .config import CUBLAS_GEMM, CUBLAS_LT_MATMUL_F8, read_gemm_config, write_gemm_config
+from .patterns import (LT_F8, LT_MAYBE_F8, SQRT_2_OVER_PI, bcast_const_near, bcast_const_scalar,
+                       is_custom_call, scalar_value)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .rewriter import GemmRewriterVisitor
@@ -41,8 +40,7 @@ def _one(pred: Pred) -> Pred:
     return lambda x: x.user_count == 1 and pred(x)
 
 
-def optional_wrapped(x: Instruction, gemm_pred: Pred, slice_: bool = True, bitcast: bool = True,
-                     inner_one_user: bool = False):
+def optional_wrapped(x: Instruction, gemm_pred: Pred, slice_: bool = True, bitcast: bool = True):
     """``AnyOf(Slice(gemm), Bitcast(gemm), gemm)``: (gemm, wrapper) or None."""
     if slice_ and x.opcode == "slice" and gemm_pred(x.operands[0]):
         return x.operands[0], x
@@ -75,7 +73,7 @@ def handle_multiply(v: "GemmRewriterVisitor", instr: Instruction) -> None:
     f8_one = _one(_gemm(LT_F8))
     for g, other in ((a, b), (b, a)):
         if f8_one(g) and other.opcode == "broadcast" and other.user_count == 1:
-            fp8.scale_d(v, instr, g, other.operands[0])
+            fp8_output.scale_d(v, instr, g, other.operands[0])
             return
     if _match_gelu(v, instr):
         return
@@ -89,7 +87,7 @@ def _fold_alpha(v: "GemmRewriterVisitor", instr: Instruction, gemm: Instruction,
         return True
     cfg = read_gemm_config(gemm)
     if cfg["beta"] != 0 or cfg["epilogue"] != "DEFAULT" or gemm.user_count != 1:
-        v.missed(instr, f"alpha not folded into {gemm.name}: it already has "
+        v.missed(instr, f"alpha not folded into {v.label(gemm)}: it already has "
                         + ("a matrix bias (beta != 0)" if cfg["beta"] != 0 else f"epilogue {cfg['epilogue']}"),
                  gemm=gemm.name)
         return False
@@ -98,7 +96,7 @@ def _fold_alpha(v: "GemmRewriterVisitor", instr: Instruction, gemm: Instruction,
     cfg["alpha_real"], cfg["alpha_imag"] = new.real, new.imag
     write_gemm_config(gemm, cfg)
     v.replace(instr, gemm)
-    v.applied(gemm, f"folded scalar multiply {instr.name} into alpha={_fmt(new)}",
+    v.applied(gemm, f"folded scalar multiply {instr.name} into alpha={_fmt(new)} of {v.label(gemm)}",
               alpha_real=new.real, alpha_imag=new.imag)
     return True
 
@@ -177,8 +175,20 @@ def _match_gelu(v: "GemmRewriterVisitor", instr: Instruction) -> bool:
         if cdf.opcode == "multiply" and any(bcast_const_scalar(o, 0.5) is not None for o in cdf.operands):
             best_failure = (gemm, failure)
     if best_failure is not None:
-        v.missed(instr, f"gelu epilogue not fused into {best_failure[0].name}: {best_failure[1]}",
+        v.missed(instr, f"gelu epilogue not fused into {v.label(best_failure[0])}: {best_failure[1]}",
                  gemm=best_failure[0].name)
+        return False
+    # GELU of a *scaled* GEMM result (S3: gelu(dot * d_scale)): the epilogue
+    # would have to run after the scaling, which cuBLAS-LT cannot do.
+    for first, cdf in ((instr.operands[0], instr.operands[1]), (instr.operands[1], instr.operands[0])):
+        if first.opcode not in ("multiply", "divide") or cdf.user_count != 1:
+            continue
+        gemms = [o for o in first.operands if gemm_pred(o)]
+        if gemms and _gelu_cdf_failure(cdf, first) is None:
+            v.missed(instr, f"gelu epilogue not fused into {v.label(gemms[0])}: the GELU reads "
+                            f"{first.opcode} {first.name} (the GEMM output rescaled), not the GEMM "
+                            f"output; epilogues apply before any output scaling", gemm=gemms[0].name)
+            return False
     return False
 
 
@@ -199,11 +209,11 @@ def fuse_gelu(v: "GemmRewriterVisitor", multiply: Instruction, gemm: Instruction
     elif cfg["epilogue"] == "BIAS":
         cfg["epilogue"] = "BIAS_GELU_AUX" if has_aux else "BIAS_GELU"
     else:
-        v.missed(multiply, f"gelu epilogue not fused: {gemm.name} already has epilogue {cfg['epilogue']}")
+        v.missed(multiply, f"gelu epilogue not fused: {v.label(gemm)} already has epilogue {cfg['epilogue']}")
         return
     comp = gemm.parent
     shape = Shape.tuple([gemm.shape, gemm.shape]) if has_aux else gemm.shape
-    out = H.clone(comp, gemm, shape)
+    out = v.clone(comp, gemm, shape)
     write_gemm_config(out, cfg)
     H.set_gemm_name(out)
     if has_aux:
@@ -221,7 +231,7 @@ def fuse_gelu(v: "GemmRewriterVisitor", multiply: Instruction, gemm: Instruction
     else:
         result = out
     v.replace(multiply, result)
-    v.applied(out, f"fused approximate gelu {multiply.name} into {out.name} (epilogue {cfg['epilogue']})",
+    v.applied(out, f"fused approximate gelu {multiply.name} into {v.label(out)} (epilogue {cfg['epilogue']})",
               epilogue=cfg["epilogue"])
 
 
@@ -264,12 +274,12 @@ def _fuse_swish(v: "GemmRewriterVisitor", multiply: Instruction, gemm: Instructi
         return
     cfg["epilogue"] = "SILU" if cfg["epilogue"] == "DEFAULT" else "BIAS_SILU"
     comp = gemm.parent
-    out = H.clone(comp, gemm, gemm.shape)
+    out = v.clone(comp, gemm, gemm.shape)
     write_gemm_config(out, cfg)
     H.set_gemm_name(out)
     result = H.clone(comp, wrapper, wrapper.shape, [out]) if wrapper is not None else out
     v.replace(multiply, result)
-    v.applied(out, f"fused silu {multiply.name} into {out.name} (epilogue {cfg['epilogue']})")
+    v.applied(out, f"fused silu {multiply.name} into {v.label(out)} (epilogue {cfg['epilogue']})")
 
 
 # ---------------------------------------------------------------------------
@@ -303,7 +313,7 @@ def _fuse_relu(v: "GemmRewriterVisitor", instr: Instruction, zeros: Instruction,
         v.missed(instr, f"relu epilogue not fused: epilogue fusion does not support {t} output")
         return
     if gemm.user_count != 1:
-        v.missed(instr, f"relu epilogue not fused: {gemm.name} has {gemm.user_count} users")
+        v.missed(instr, f"relu epilogue not fused: {v.label(gemm)} has {gemm.user_count} users")
         return
     cfg = read_gemm_config(gemm)
     if cfg["epilogue"] == "DEFAULT":
@@ -311,15 +321,15 @@ def _fuse_relu(v: "GemmRewriterVisitor", instr: Instruction, zeros: Instruction,
     elif cfg["epilogue"] == "BIAS":
         cfg["epilogue"] = "BIAS_RELU"
     else:
-        v.missed(instr, f"relu epilogue not fused: {gemm.name} already has epilogue {cfg['epilogue']}")
+        v.missed(instr, f"relu epilogue not fused: {v.label(gemm)} already has epilogue {cfg['epilogue']}")
         return
     comp = gemm.parent
-    out = H.clone(comp, gemm, gemm.shape, name=gemm.name + ".clone")
+    out = v.clone(comp, gemm, gemm.shape, name=gemm.name + ".clone")
     write_gemm_config(out, cfg)
     H.set_gemm_name(out)
     result = H.clone(comp, wrapper, wrapper.shape, [out]) if wrapper is not None else out
     v.replace(instr, result)
-    v.applied(out, f"fused relu {instr.name} into {out.name} (epilogue {cfg['epilogue']})",
+    v.applied(out, f"fused relu {instr.name} into {v.label(out)} (epilogue {cfg['epilogue']})",
               epilogue=cfg["epilogue"])
 
 

@@ -70,19 +70,4 @@ LT_MAYBE_F8_OR_GROUPED = (CUBLAS_LT_MATMUL, CUBLAS_LT_MATMUL_F8, CUBLAS_LT_GROUP
 ANY_GEMM = (CUBLAS_GEMM, CUBLAS_LT_MATMUL, CUBLAS_LT_MATMUL_F8)
 
 
-def any_order(instr: Instruction, first, second):
-    """For a binary op: (x, y) with first(x) and second(y) true in either
-    operand order, trying (op0, op1) first; None if neither works."""
-    a, b = instr.operands
-    if first(a) and second(b):
-        return a, b
-    if first(b) and second(a):
-        return b, a
-    return None
-
-
-def one_user(instr: Instruction) -> bool:
-    return instr.user_count == 1
-
-
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)

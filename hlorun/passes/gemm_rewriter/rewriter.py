@@ -11,10 +11,9 @@ from typing import Any
 from ...ir.module import Computation, Instruction
 from ...ir.shape import Shape
 from ...source import PassError
-from . import epilogues, fp8
+from . import epilogues, fp8, fp8_output
 from . import hlo as H
-from .config import (CUBLAS_GEMM, CUBLAS_LT_MATMUL, DotDims, Gpu, algorithm,
-                     gpu_backend_config_json, new_gemm_config, operand_precision)
+from .config import CUBLAS_GEMM, CUBLAS_LT_MATMUL, DotDims, Gpu, gpu_backend_config_json, new_gemm_config
 from .matmul import (cublas_support_reason, matmul_sizes, normalize_batch_dimensions,
                      operand_layouts, supported_by_classical_emitters, too_small_for_rewriting)
 from .types import lt_types_reason
@@ -63,6 +62,21 @@ class GemmRewriterVisitor:
 
     def note_analysis(self, instr: Instruction | str | None, message: str, **data: Any) -> None:
         self.owner.note(instr, message, "analysis", **data)
+
+    # -- GEMM lineage (remarks name the dot a GEMM came from) ------------------------
+    def clone(self, comp: Computation, instr: Instruction, shape: Shape | None = None,
+              operands: list[Instruction] | None = None, name: str | None = None) -> Instruction:
+        new = H.clone(comp, instr, shape, operands, name)
+        origin = self.owner.origin.get(instr)
+        if origin is not None:
+            self.owner.origin[new] = origin
+        return new
+
+    def label(self, gemm: Instruction) -> str:
+        """How remarks name a GEMM: by the dot it was rewritten from (its
+        own name changes as epilogues are fused)."""
+        origin = self.owner.origin.get(gemm)
+        return f"the GEMM of {origin}" if origin else gemm.name
 
     # -- replacement helpers ---------------------------------------------------------
     def replace(self, old: Instruction, new: Instruction) -> None:
@@ -152,6 +166,7 @@ class GemmRewriterVisitor:
         comp = instr.parent
         shape = self.pinned(instr.shape)
         gemm = H.custom_call(comp, shape, operands, target, gpu_backend_config_json(config))
+        self.owner.origin[gemm] = instr.name
         self.replace(instr, gemm)
         self.fix_pinned_users(gemm, instr.shape)
         self.applied(gemm, f"rewrote {instr.name} into {target}", target=target,
@@ -192,8 +207,8 @@ class GemmRewriterVisitor:
 GemmRewriterVisitor._HANDLERS = {
     "dot": GemmRewriterVisitor.handle_dot,
     "multiply": epilogues.handle_multiply,
-    "divide": fp8.handle_divide,
+    "divide": fp8_output.handle_divide,
     "add": epilogues.handle_add,
     "maximum": epilogues.handle_maximum,
-    "convert": fp8.handle_convert,
+    "convert": fp8_output.handle_convert,
 }

@@ -44,7 +44,7 @@ def _handle(v: "GemmRewriterVisitor", instr: Instruction) -> bool:
     outputs = [shape] if shape.is_array else list(shape.tuple_shapes)
     outputs.append(Shape.array("s8", (workspace,)))
     comp = instr.parent
-    new = H.clone(comp, instr, Shape.tuple(outputs))
+    new = v.clone(comp, instr, Shape.tuple(outputs))
     aliasing = new.attrs.get("output_to_operand_aliasing")
     if aliasing:
         entries = parse_output_to_operand_aliasing(aliasing)
