@@ -907,12 +907,11 @@ def permute_dimensions(permutation: Sequence[int], shape: Shape) -> Shape:
 
 
 def permute_dimensions_ignoring_layout(permutation: Sequence[int], shape: Shape) -> Shape:
-    """``ShapeUtil::PermuteDimensionsIgnoringLayout``: new dimensions, the
-    default layout (XLA keeps the old minor_to_major only when valid)."""
+    """``ShapeUtil::PermuteDimensionsIgnoringLayout``: the dimensions
+    permuted, the layout left exactly as it was (same minor_to_major)."""
     dims = permute(shape.dimensions, permutation)
     dyn = permute(shape.dynamic, permutation) if shape.dynamic is not None else None
-    layout = default_layout(len(dims)) if is_array_type(shape.element_type) else None
-    return intern(Shape(shape.element_type, dims, layout, dyn))
+    return intern(Shape(shape.element_type, dims, shape.layout, dyn))
 
 
 def deduce_transpose_dimensions_for_bitcast(input_shape: Shape, output_shape: Shape

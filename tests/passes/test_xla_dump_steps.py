@@ -16,6 +16,7 @@ from hlorun.testing.passcases import run_passes
 from ..conftest import shared_path
 
 STEPS = [
+    ("dot_general_gqa_cublaslt", "0005", "0006", "dot_decomposer", True),
     # (dump dir, before file number, after file number, pass, exact names)
     ("dot_general_gqa_cublaslt", "0019", "0020", "reshape-decomposer", True),
     ("dot_general_gqa_cublaslt", "0020", "0021", "layout_normalization", False),
