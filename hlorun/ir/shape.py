@@ -1052,3 +1052,29 @@ def reorder_logical_dimensions(shape: Shape, permutation: Sequence[int]) -> Shap
     """``ShapeUtil::ReorderLogicalDimensions``: permute the dimensions and
     their layout entries together (the physical layout is unchanged)."""
     return permute_dimensions(permutation, shape)
+
+
+def true_num_dimensions(shape: Shape) -> int:
+    """``ShapeUtil::TrueNumDimensions``: dimensions of size other than 1."""
+    return sum(1 for d in shape.dimensions if d != 1)
+
+
+def inserted_or_deleted_1_sized_dimensions(shape_pre: Shape, shape_post: Shape
+                                           ) -> tuple[list[int], list[int]] | None:
+    """``ShapeUtil::InsertedOrDeleted1SizedDimensions``: (deleted input
+    dims, inserted output dims) if the reshape only removes/adds size-1
+    dimensions, else None."""
+    deleted: list[int] = []
+    inserted: list[int] = []
+    unmodified = dimensions_unmodified_by_reshape(shape_pre, shape_post)
+    bounds = [(-1, -1)] + unmodified + [(shape_pre.rank, shape_post.rank)]
+    for (pi, po), (ni, no) in zip(bounds, bounds[1:]):
+        for d in range(pi + 1, ni):
+            if shape_pre.dimensions[d] > 1:
+                return None
+            deleted.append(d)
+        for d in range(po + 1, no):
+            if shape_post.dimensions[d] > 1:
+                return None
+            inserted.append(d)
+    return deleted, inserted

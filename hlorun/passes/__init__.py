@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
     "dce": "hlorun.passes.dce:HloDCE",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
+    "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
     "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",

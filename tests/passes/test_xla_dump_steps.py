@@ -1,10 +1,11 @@
 """Single pass steps of real XLA:GPU dumps: our pass on XLA's input must
-give XLA's output (shared/xla-dumps, scenario S0's module).
+give XLA's output (shared/xla-dumps).
 
-Instruction names are compared too where the step does not create names
-XLA's NameUniquer would have numbered from names that earlier passes used
-and removed (a dump file does not carry that history); there the canonical
-form (names renumbered) is compared."""
+Every dump step of a pass this file knows is checked.  Names are compared
+in canonical form (renumbered): a dump file does not carry the history of
+names XLA's NameUniquer has handed out, so new instructions may be numbered
+differently; the S0 steps are also compared byte for byte where that
+history does not matter."""
 
 from __future__ import annotations
 
@@ -13,31 +14,63 @@ import pytest
 import hlorun
 from hlorun.testing.passcases import run_passes
 
-from ..conftest import shared_path
+from ..conftest import SHARED
 
-STEPS = [
-    ("dot_general_gqa_cublaslt", "0005", "0006", "dot_decomposer", True),
-    # (dump dir, before file number, after file number, pass, exact names)
-    ("dot_general_gqa_cublaslt", "0019", "0020", "reshape-decomposer", True),
-    ("dot_general_gqa_cublaslt", "0020", "0021", "layout_normalization", False),
-]
+#: dump file step name -> our pass
+PASSES = {
+    "after_dot_decomposer": "dot_decomposer",
+    "after_layout-assignment": "layout-assignment",
+    "after_reshape-decomposer": "reshape-decomposer",
+    "after_layout_normalization": "layout_normalization",
+}
+
+#: (dump, pass) -> why our output differs from XLA's
+KNOWN_DIFFERENCES = {
+    ("cnn_fp16", "layout-assignment"):
+        "cuDNN convolution layout constraints (AddBackendConstraintsToDnnConvCustomCall) "
+        "are not modelled",
+    ("cnn_fp16", "layout_normalization"):
+        "XLA passes NormalizeLayoutForGpuCustomCalls (cuDNN convolution transformer); "
+        "not modelled",
+}
+
+#: steps compared byte for byte (no new names numbered from lost history)
+EXACT = {("dot_general_gqa_cublaslt", "0006"), ("dot_general_gqa_cublaslt", "0018"),
+         ("dot_general_gqa_cublaslt", "0020")}
 
 
-def _dump(d, number):
-    base = shared_path("xla-dumps", d)
-    found = sorted(base.glob(f"*.{number}.*.txt"))
-    assert len(found) == 1, found
-    return found[0]
+def _steps():
+    out = []
+    for d in sorted((SHARED / "xla-dumps").glob("*/")) if (SHARED / "xla-dumps").exists() else []:
+        files = sorted(d.glob("*.txt"))
+        for i, f in enumerate(files):
+            for key, pass_name in PASSES.items():
+                if f".{key}." in f.name:
+                    out.append((d.name, files[i - 1], f, pass_name))
+    return out
 
 
-@pytest.mark.parametrize("d,before,after,pass_name,exact", STEPS,
-                         ids=[f"{s[0]}:{s[1]}->{s[2]}:{s[3]}" for s in STEPS])
-def test_pass_step_matches_xla(d, before, after, pass_name, exact):
-    module = hlorun.load_module(_dump(d, before))
-    expected = hlorun.load_module(_dump(d, after))
-    assert run_passes(module, [(pass_name, {})])
-    if exact:
+STEPS = _steps()
+
+
+def test_s0_steps_present():
+    names = {(d, p) for d, _, _, p in STEPS}
+    if not STEPS:
+        pytest.skip("no dumps")
+    assert {("dot_general_gqa_cublaslt", p) for p in PASSES.values()} <= names
+
+
+@pytest.mark.parametrize("dump,before,after,pass_name", STEPS,
+                         ids=[f"{s[0]}:{s[2].name.split('.')[2]}:{s[3]}" for s in STEPS])
+def test_pass_step_matches_xla(dump, before, after, pass_name):
+    why = KNOWN_DIFFERENCES.get((dump, pass_name))
+    module = hlorun.load_module(before)
+    expected = hlorun.load_module(after)
+    run_passes(module, [(pass_name, {})])
+    same = hlorun.print_module(module, canonical=True) == hlorun.print_module(expected, canonical=True)
+    if why is not None:
+        assert not same, f"known difference no longer differs, drop it: {why}"
+        pytest.xfail(why)
+    assert same
+    if (dump, after.name.split(".")[2]) in EXACT:
         assert hlorun.print_module(module) == hlorun.print_module(expected)
-    else:
-        assert hlorun.print_module(module, canonical=True) == \
-            hlorun.print_module(expected, canonical=True)

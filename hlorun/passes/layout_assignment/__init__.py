@@ -1,0 +1,119 @@
+"""layout-assignment: choose a layout for every array (XLA's LayoutAssignment
+with GpuLayoutAssignment's backend constraints).
+
+Per non-fusion computation (callees first):
+
+1. mandatory constraints: the entry parameters and result get the layouts
+   of ``entry_computation_layout`` (other computations: descending layouts);
+   ``call``/``while``/``conditional`` operands and results get their callee's;
+2. GPU backend constraints (GpuLayoutAssignment::AddBackendConstraints, in
+   reverse post order): a dot with batch dimensions, several contracting or
+   non-contracting dimensions gets operand layouts that cuBLAS accepts (the
+   existing layout if it is a valid matrix layout, else the descending one,
+   else batch/rows/columns major to minor) and an output layout: a layout a
+   user already asked for if the dot can write it, else descending; a
+   transpose whose operand is a single-use dot asks the dot for the layout
+   that makes the transpose a bitcast;
+3. propagation (see :mod:`.propagation`): layouts flow to users and back to
+   operands so that elementwise ops keep one layout and reshapes and
+   transposes stay bitcasts wherever constraints allow (consumer-pulled
+   layouts: a reshape asked for a non-descending result layout passes the
+   matching layout on to its operand);
+4. copies where an operand's layout differs from what its user needs.
+
+Simplifications (documented deviations): one propagation round with equal
+priorities; fusion computations are not laid out; sort/FFT/TopK/cuDNN
+backend constraints are not modelled.  Option ``free_gemm_output``: do not
+constrain dot outputs, as for a dot a Triton GEMM fusion will compute (its
+emitter writes any layout); consumer layouts then reach the dot through
+bitcast reshapes, which is how scenario S0's non-canonical GEMM output
+layout arises before a BLAS rewrite pins it.
+
+Postcondition: every array shape has a layout; every reshape whose layouts
+could be aligned is a bitcast; entry parameters and root match
+``entry_computation_layout``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.module import Computation, Instruction, Module
+from ...ir.shape import Layout, Shape, default_layout
+from ..base import Pass
+from ..dfs_rewrite import nonfusion_computations
+from .gpu import add_dot_constraints, add_transpose_of_dot_constraint
+from .propagation import Propagation
+
+
+@dataclass(frozen=True)
+class LayoutAssignment(Pass):
+    """Assign layouts from the entry layout, GEMM constraints and propagation."""
+
+    name = "layout-assignment"
+    #: leave dot outputs unconstrained (Triton GEMM model of S0)
+    free_gemm_output: bool = False
+    #: GPU: minimum reduction size for which a row-reduction layout is asked
+    reduction_threshold: int = 32
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        ecl = module.entry_computation_layout()
+        for comp in nonfusion_computations(module):
+            if comp.is_entry:
+                if ecl is not None:
+                    params, result = ecl
+                else:
+                    params, result = comp.program_shape()
+            else:
+                params = [p.shape.with_default_layout() if p is not None else None
+                          for p in comp.parameters]
+                result = comp.root.shape.with_default_layout() if comp.root is not None else None
+            if self._run_on(comp, params, result):
+                changed = True
+        return changed
+
+    def _run_on(self, comp: Computation, params, result: Shape | None) -> bool:
+        prop = Propagation(comp, self.reduction_threshold)
+        # 1. mandatory constraints
+        for p, shape in zip(comp.parameters, params):
+            if p is not None and shape is not None and shape.is_array and shape.layout is not None:
+                prop.set_buffer_layout(shape.layout, p)
+        for instr in comp.post_order():
+            self._callee_constraints(prop, instr)
+        if result is not None:
+            prop.set_result_layout(result)
+        # 2. backend constraints, reverse post order
+        for instr in reversed(comp.post_order()):
+            if instr.opcode == "dot":
+                add_dot_constraints(prop, instr, free_output=self.free_gemm_output)
+            elif instr.opcode == "transpose" and not self.free_gemm_output:
+                add_transpose_of_dot_constraint(prop, instr)
+        # 3. propagation, then defaults for whatever is left
+        prop.propagate()
+        prop.constrain_remaining()
+        before = {i: i.shape for i in comp._instructions}
+
+        def on_copy(copy: Instruction, user: Instruction | None) -> None:
+            self.remark(copy, f"copy to {copy.shape} for "
+                              + (f"{user.name}" if user is not None else "the result layout"),
+                        derived_from=[copy.operands[0]])
+
+        changed = prop.assign(result, on_copy)
+        for instr, shape in before.items():
+            if instr.parent is comp and instr.shape != shape and instr.opcode == "dot":
+                self.remark(instr, f"dot output layout {instr.shape.layout}", kind="analysis")
+        return changed
+
+    def _callee_constraints(self, prop: Propagation, instr: Instruction) -> None:
+        callees = instr.called_computations()
+        if instr.opcode not in ("call", "while", "conditional") or not callees:
+            return
+        if instr.shape.is_array:
+            prop.set_buffer_layout(default_layout(instr.shape.rank), instr)
+        for k, op in enumerate(instr.operands):
+            if op.shape.is_array and op.shape.rank > 0:
+                prop.set_operand_layout(default_layout(op.shape.rank), instr, k)
+
+
+__all__ = ["LayoutAssignment"]

@@ -1,0 +1,142 @@
+"""GpuLayoutAssignment's dot constraints (backends/gpu/transforms/layout_assignment.cc)
+and the matrix-layout rule they use (service/gpu/matmul_utils.cc)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ...ir.module import Instruction
+from ...ir.shape import Layout, Shape, default_layout
+from .propagation import Propagation
+
+
+def batch_row_col_layout(shape: Shape, batch: Sequence[int], rows: Sequence[int],
+                         cols: Sequence[int]) -> tuple[int, int, int] | None:
+    """``GetBatchRowColumnShape``'s layout of the [batch, rows, cols] view
+    (minor_to_major of the 3 groups), or None when a group is not physically
+    contiguous."""
+    m2m = shape.minor_to_major
+    out: list[int] = []
+    i = 0
+    while i < len(m2m):
+        dim = m2m[i]
+        for group, code in ((rows, 1), (cols, 2), (batch, 0)):
+            if group and dim == group[-1]:
+                out.append(code)
+                for d in reversed(group):
+                    if i >= len(m2m) or m2m[i] != d:
+                        return None
+                    i += 1
+                break
+        else:
+            return None
+    if not cols:
+        out.append(2)
+    if not rows:
+        out.append(1)
+    if not batch:
+        out.append(0)
+    return tuple(out)
+
+
+def matrix_layout_ok(shape: Shape, batch: Sequence[int], rows: Sequence[int],
+                     cols: Sequence[int]) -> bool:
+    """``MatrixLayout::For(shape, batch, rows, cols).ok()``: each group is
+    contiguous and the batch is not the most minor of the three."""
+    brc = batch_row_col_layout(shape, batch, rows, cols)
+    if brc is None:
+        return False
+    code = 64 * brc[2] + 8 * brc[1] + brc[0]
+    return code in (0o12, 0o21, 0o102, 0o201)
+
+
+def _dims(instr: Instruction, key: str) -> list[int]:
+    return list(instr.int_list(key))
+
+
+def non_contracting(rank: int, batch: Sequence[int], contracting: Sequence[int]) -> list[int]:
+    return [d for d in range(rank) if d not in batch and d not in contracting]
+
+
+def dot_can_support_layout(dot: Instruction, shape: Shape) -> bool:
+    """``DotCanSupportShapeWithLayout``."""
+    lhs, rhs = dot.operands
+    nb = max(len(_dims(dot, "lhs_batch_dims")), len(_dims(dot, "rhs_batch_dims")))
+    n_rows = lhs.shape.rank - len(_dims(dot, "lhs_contracting_dims")) - len(_dims(dot, "lhs_batch_dims"))
+    n_cols = rhs.shape.rank - len(_dims(dot, "rhs_contracting_dims")) - len(_dims(dot, "rhs_batch_dims"))
+    if shape.rank != nb + n_rows + n_cols:
+        return False
+    dims = list(range(shape.rank))
+    return matrix_layout_ok(shape, dims[:nb], dims[nb:nb + n_rows], dims[shape.rank - n_cols:])
+
+
+def _major_to_minor_layout(major_to_minor: Sequence[int]) -> Layout:
+    return Layout(list(reversed(list(major_to_minor))))
+
+
+def set_dot_operand_layout(prop: Propagation, dot: Instruction, k: int, batch, rows, cols,
+                           mandatory: bool = True) -> None:
+    # Layout assignment clears layouts first, so there is no "existing"
+    # layout to keep: try the descending one, then batch/rows/cols.
+    d = dot.operands[k].shape.with_default_layout()
+    if matrix_layout_ok(d, batch, rows, cols):
+        prop.set_operand_layout(d.layout, dot, k, mandatory=mandatory)
+        return
+    prop.set_operand_layout(_major_to_minor_layout(list(batch) + list(rows) + list(cols)),
+                            dot, k, mandatory=mandatory, dfs=mandatory)
+
+
+def set_dot_operand_layout_minor_contracting(prop: Propagation, dot: Instruction, k: int,
+                                             batch, contracting, noncontracting) -> None:
+    prop.set_operand_layout(_major_to_minor_layout(list(batch) + list(noncontracting)
+                                                   + list(contracting)), dot, k)
+
+
+def set_dot_layout(prop: Propagation, dot: Instruction) -> None:
+    """``SetDotLayout``: a layout a user already asked for, if the dot can
+    write it; else the descending layout."""
+    for user in dot.users:
+        for i, op in enumerate(user.operands):
+            if op is not dot:
+                continue
+            c = prop.operands.get((user, i))
+            if c is not None and dot_can_support_layout(dot, dot.shape.with_layout(c.layout)):
+                prop.set_buffer_layout(c.layout, dot)
+                return
+    prop.set_buffer_layout(default_layout(dot.shape.rank), dot)
+
+
+_FP8_FOR_MINOR_CONTRACTING = ("f8e4m3fn", "f8e5m2fnuz")
+
+
+def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool = False) -> None:
+    """``AddDotBackendConstraints``."""
+    sides = []
+    for k, (bk, ck) in enumerate((("lhs_batch_dims", "lhs_contracting_dims"),
+                                  ("rhs_batch_dims", "rhs_contracting_dims"))):
+        operand = dot.operands[k]
+        batch, contracting = _dims(dot, bk), _dims(dot, ck)
+        sides.append((k, operand, batch, contracting,
+                      non_contracting(operand.shape.rank, batch, contracting)))
+    lt, rt = dot.operands[0].shape.element_type, dot.operands[1].shape.element_type
+    s8 = dot.shape.element_type == "s32" and lt == "s8" and rt == "s8"
+    fp8 = lt in _FP8_FOR_MINOR_CONTRACTING and rt in _FP8_FOR_MINOR_CONTRACTING
+    for k, operand, batch, contracting, nc in sides:
+        if s8 or fp8:
+            set_dot_operand_layout_minor_contracting(prop, dot, k, batch, contracting, nc)
+        elif batch or len(contracting) > 1 or len(nc) > 1:
+            set_dot_operand_layout(prop, dot, k, batch, contracting, nc)
+    (_, _, lb, _, lnc), (_, _, _, _, rnc) = sides
+    if not free_output and (lb or len(lnc) > 1 or len(rnc) > 1):
+        set_dot_layout(prop, dot)
+
+
+def add_transpose_of_dot_constraint(prop: Propagation, transpose: Instruction) -> None:
+    """A transpose of a single-use dot asks for the dot layout that makes
+    the transpose a bitcast (if the dot can write it)."""
+    operand = transpose.operands[0]
+    if operand.opcode != "dot" or operand.user_count > 1:
+        return
+    shape = operand.shape.with_layout(_major_to_minor_layout(transpose.dimensions))
+    if dot_can_support_layout(operand, shape):
+        prop.set_operand_layout(shape.layout, transpose, 0)
