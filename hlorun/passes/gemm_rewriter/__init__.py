@@ -37,7 +37,7 @@ a fusible computation; every BLAS call returns (outputs..., s8[workspace]).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ...ir.module import Computation, Instruction, Module
 from ...source import UsageError
@@ -68,14 +68,14 @@ class GemmRewriter(Pass):
 
     name = "cublas-gemm-rewriter"
     cublaslt: bool = True
-    fp8: str = "all"
+    fp8: Literal["all", "only", "none"] = "all"
     bias: bool = True
     pin_output_layout: bool = False
     size_threshold: int = 100
-    platform: str = ""
-    compute_capability: str = ""
-    toolkit_version: str = ""
-    json_order: str = "sorted"
+    platform: Literal["", "cuda", "rocm"] = ""
+    compute_capability: str | float = ""
+    toolkit_version: str | float = ""
+    json_order: Literal["sorted", "proto"] = "sorted"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -90,12 +90,12 @@ class GemmRewriter(Pass):
 
     def gpu(self) -> Gpu:
         target = self.target
-        if self.platform or self.compute_capability:
+        if self.platform or self.compute_capability != "":
             platform = self.platform or target.platform
-            cc = self.compute_capability or (target.compute_capability
-                                             if platform == target.platform else "")
+            cc = str(self.compute_capability) if self.compute_capability != "" else (
+                target.compute_capability if platform == target.platform else "")
             target = Target(platform, target.device, cc)
-        return Gpu.from_target(target, self.toolkit_version)
+        return Gpu.from_target(target, str(self.toolkit_version))
 
     def note(self, instr: Instruction | str | None, message: str, kind: str, **data: Any) -> None:
         name = instr.name if isinstance(instr, Instruction) else instr
@@ -109,6 +109,7 @@ class GemmRewriter(Pass):
         self.remark(instr, message, kind=kind, derived_from=derived, **data)
 
     def run(self, module: Module) -> bool:
+        self._seen.clear()  # type: ignore[attr-defined]
         gpu = self.gpu()
         phases = {"all": (True, False), "only": (True,), "none": (False,)}[self.fp8]
         changed = False

@@ -200,7 +200,8 @@ def fuse_gelu(v: "GemmRewriterVisitor", multiply: Instruction, gemm: Instruction
         return
     if v.gpu.is_cuda and v.gpu.toolkit < (12, 4, 0) and gemm.custom_call_target == CUBLAS_LT_MATMUL_F8:
         v.missed(multiply, "gelu epilogue not supported with fp8 GEMMs before CUDA 12.4 "
-                           f"(toolkit {'.'.join(map(str, v.gpu.toolkit))})", gemm=gemm.name)
+                           f"(toolkit {'.'.join(map(str, v.gpu.toolkit))})", gemm=gemm.name,
+                 toolkit=list(v.gpu.toolkit), required=[12, 4, 0])
         return
     has_aux = (wrapper.user_count > 4 or gemm.user_count > 1) if wrapper is not None else gemm.user_count > 4
     cfg = read_gemm_config(gemm)

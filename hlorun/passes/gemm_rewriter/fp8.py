@@ -272,18 +272,18 @@ def create_f8_custom_call(v: "GemmRewriterVisitor", instr: Instruction, config: 
     if gpu.is_cuda:
         if not gpu.cuda_at_least(8, 9):
             return fail(f"FP8 custom calls require Ada, Hopper, or later architectures "
-                        f"(target is sm_{gpu.cuda[0]}{gpu.cuda[1]})")
+                        f"(target is sm_{gpu.cuda[0]}{gpu.cuda[1]})", compute_capability=list(gpu.cuda))
         if gpu.toolkit < (12, 0, 0):
-            return fail("FP8 custom calls require CUDA 12.0 or newer")
+            return fail("FP8 custom calls require CUDA 12.0 or newer", toolkit=list(gpu.toolkit))
     if gpu.is_rocm:
         if not gpu.has_fp8_support:
             return fail(f"FP8 custom calls require MI300 or later ({gpu.gfx})")
         if gpu.toolkit < (6, 0, 0):
-            return fail("FP8 custom calls require ROCm 6.0 or newer")
+            return fail("FP8 custom calls require ROCm 6.0 or newer", toolkit=list(gpu.toolkit))
     at, bt = a.fp8_input.shape.element_type, b.fp8_input.shape.element_type
     why = _type_failure(v, at, bt)
     if why:
-        return fail(why)
+        return fail(why, a_type=at, b_type=bt)
     dims = DotDims.from_json(config["dot_dimension_numbers"])
     nb = len(dims.lhs_batch)
     # Scales (created before the remaining checks, as XLA does).
@@ -310,7 +310,7 @@ def create_f8_custom_call(v: "GemmRewriterVisitor", instr: Instruction, config: 
         scales.append(s)
     why = _output_type_failure(v, instr.shape.element_type)
     if why:
-        return fail(why)
+        return fail(why, d_type=instr.shape.element_type)
     if len(dims.lhs_contracting) != 1 or len(dims.rhs_contracting) != 1:
         return fail("A and B must have one contracting dimension")
     for p in (a, b):
