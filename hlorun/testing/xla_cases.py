@@ -149,6 +149,9 @@ class Plan:
     target: dict[str, str] | None = None
     #: passes the test runs first whose ``changed`` it does not check
     setup: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: the FileCheck pattern to use instead of all the case's pattern lines
+    #: (the manifest merges the patterns of a test's platform branches)
+    pattern: str | None = None
     #: printer form FileCheck reads ("long" = XLA's print_operand_shape)
     print_form: str = "full"
 
@@ -324,7 +327,8 @@ def run_case(case: XlaCase, suite: XlaSuite) -> CaseResult:
     if plan.filecheck:
         if not case.pattern_lines:
             return CaseResult(case.name, "skipped", "test has a FileCheck pattern the manifest does not hold")
-        r = filecheck(text, case.pattern, plan.prefixes, check_name=case.test, input_name="<output>")
+        pattern = case.pattern if plan.pattern is None else plan.pattern
+        r = filecheck(text, pattern, plan.prefixes, check_name=case.test, input_name="<output>")
         if not r:
             return CaseResult(case.name, "failed", "FileCheck", r.message + "\n\n" + text)
     for check in plan.after_checks if changed else ():

@@ -19,7 +19,7 @@ CORPUS = SHARED / "corpus" / "xla"
 TARGETS = {
     "xla/backends/gpu/transforms/gemm_broadcast_folding_rewriter_test.cc": 1.0,
     "xla/backends/gpu/transforms/gemm_rewriter_fp8_test.cc": 0.5,
-    "xla/backends/gpu/transforms/gemm_rewriter_test.cc": 0.5,
+    "xla/backends/gpu/transforms/gemm_rewriter_test.cc": 0.6,
     "xla/hlo/transforms/expanders/reshape_decomposer_test.cc": 1.0,
 }
 
