@@ -248,3 +248,31 @@ def test_bad_options_are_usage_errors():
     from hlorun.source import UsageError
     with pytest.raises(UsageError):
         pass_class("cublas-gemm-rewriter")(fp8="sometimes")
+
+
+# ---------------------------------------------------------------------------
+# A real FP8 model: Llama 3.1 70B training step (XLA's benchmark HLO)
+# ---------------------------------------------------------------------------
+
+
+def test_llama31_70b_fp8_dots_become_fp8_gemms_after_dot_decomposer():
+    path = shared_path("corpus", "xla", "files",
+                       "xla__tools__benchmarks__hlo__hlo_llama31_70b_fp8_16x8.hlo")
+    module = load_module(path)
+    dots = sum(1 for i in module.instructions() if i.opcode == "dot")
+    assert pass_class("dot_decomposer")().run(module)
+    p = pass_class("cublas-gemm-rewriter")(target=H100)
+    assert p.run(module)
+    calls = [i for i in module.instructions() if i.opcode == "custom-call"
+             and i.custom_call_target.startswith("__cublas")]
+    f8 = [c for c in calls if c.custom_call_target == "__cublas$lt$matmul$f8"]
+    assert len(calls) == dots == 32
+    # The quantized projections (e4m3 activations/weights, e5m2 gradients)
+    # take their f8 values and f32 scales directly; the embedding/LM-head
+    # dots stay bf16.
+    assert len(f8) == 27
+    for c in f8:
+        assert [o.shape.element_type for o in c.operands][2:] == ["f32", "f32"]
+        assert {o.shape.element_type for o in c.operands[:2]} <= {"f8e4m3fn", "f8e5m2"}
+        assert c.shape.tuple_shapes[0].element_type == "bf16"
+    assert not [r for r in p.remarks if r.kind == "missed"]
