@@ -81,6 +81,7 @@ class DumpListener(Listener):
         self._timeline: list[dict] = []
         self._module_name = "module"
         self._target = None
+        self._text: str | None = None  # the module's print, while it is unchanged
 
     # -- helpers ---------------------------------------------------------------------
     def _should_dump_pass(self, name: str) -> bool:
@@ -88,7 +89,11 @@ class DumpListener(Listener):
 
     def _write(self, module: Module, suffix: str, text: str | None = None) -> str:
         name = sanitize_file_name(filename_for(self.module_id or 0, self._module_name, suffix))
-        write_atomic(self.dir / name, text if text is not None else print_module(module))
+        if text is None:
+            if self._text is None:
+                self._text = print_module(module)
+            text = self._text
+        write_atomic(self.dir / name, text)
         self.count += 1
         self.files.append(name)
         return name
@@ -123,6 +128,10 @@ class DumpListener(Listener):
         return self._between(module, ev.pipeline, ev.name, ev.next_name)
 
     def on_after_pass(self, ev: PassEvent, module: Module) -> None:
+        # The print is reused until a pass reports a change (as XLA, dumps
+        # trust ``changed``; --check-changed catches passes that lie).
+        if ev.changed:
+            self._text = None
         f = self._after(ev, module)
         self._timeline.append(dict(ev.to_json(), event="pass", dump=f))
 
@@ -130,6 +139,9 @@ class DumpListener(Listener):
         f = self._after(ev, module)
         self._timeline.append({"pipeline": ev.pipeline, "path": ev.path, "event": "pipeline",
                                "name": ev.name, "changed": ev.changed, "dump": f})
+
+    def on_pass_failure(self, f, module: Module) -> None:
+        self._text = None
 
     def on_run_end(self, result: PipelineResult, module: Module) -> None:
         final = None

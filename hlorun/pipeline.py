@@ -13,7 +13,10 @@ XLA's HloPassPipeline does:
   start and after its changed passes; a ``check:`` step runs its checker at
   that point, and the finding names the pass after which it first appeared;
 * a pass that raises (``PassError`` or anything else) stops the run with a
-  :class:`PassFailure`; a violation stops it too unless ``keep_going``.
+  :class:`PassFailure`; a violation stops it too unless ``keep_going``;
+* with ``check_changed`` the module is fingerprinted (:mod:`hlorun.fingerprint`:
+  everything the printer shows) around each pass, and a pass whose
+  ``changed`` disagrees is a ``pass-changed-report`` violation.
 
 Passes never print, dump, time or verify.  The pipeline does that around
 them and tells :class:`Listener` objects (pass table, diffs, dumps,
@@ -28,7 +31,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .ir.module import Module
 from .passes.base import Pass, Remark, Target
@@ -49,6 +52,9 @@ class RunOptions:
     #: Overrides the pipeline's ``target:`` when given.
     target: Target | None = None
     listeners: Sequence["Listener"] = ()
+    #: The clock for all timings (``time.process_time`` for CPU seconds on a
+    #: busy machine, as bench/compile.py does).
+    clock: Callable[[], float] = time.perf_counter
 
 
 @dataclass
@@ -204,13 +210,14 @@ class PipelineRunner:
                                 self.options.disable_all)
         self.target = self.options.target or spec.target
         self.listeners = list(self.options.listeners)
+        self.clock = self.options.clock
         self._passes: dict[int, Pass] = {}
         self._checkers: dict[int, Any] = {}
         self._global = [self._checker(c) for c in spec.checkers]
         self._tracked = {id(s.checker): self._checker(s.checker)
                          for _, s in spec.walk() if isinstance(s, CheckStep)}
         self._first_seen: dict[tuple, tuple[str, int]] = {}
-        self._fingerprint: str | None = None
+        self._fingerprint: int | None = None
         self.index = 0
         self.result: PipelineResult | None = None
 
@@ -224,15 +231,15 @@ class PipelineRunner:
     def _emit(self, method: str, *args) -> None:
         assert self.result is not None
         for lst in self.listeners:
-            t = time.perf_counter()
+            t = self.clock()
             getattr(lst, method)(*args)
             key = type(lst).__name__
             self.result.listener_seconds[key] = self.result.listener_seconds.get(key, 0.0) \
-                + time.perf_counter() - t
+                + self.clock() - t
 
     def _run_checkers(self, checkers, module: Module) -> list[Diagnostic]:
         assert self.result is not None
-        t = time.perf_counter()
+        t = self.clock()
         out: list[Diagnostic] = []
         for ch in checkers:
             try:
@@ -240,7 +247,7 @@ class PipelineRunner:
             except Exception as e:  # the contract says never raise; report, don't crash
                 out.append(Diagnostic(rule=getattr(ch, "name", type(ch).__name__),
                                       message=f"checker crashed: {e!r}"))
-        self.result.checker_seconds += time.perf_counter() - t
+        self.result.checker_seconds += self.clock() - t
         return out
 
     def _violations(self, diags: list[Diagnostic], after: str, index: int, module: Module,
@@ -265,20 +272,20 @@ class PipelineRunner:
         for d in self._run_checkers(self._tracked.values(), module):
             self._first_seen.setdefault((d.rule, d.computation, d.instruction), (after, index))
 
-    def _canonical(self, module: Module) -> str:
+    def _fingerprint_of(self, module: Module) -> int:
         assert self.result is not None
-        from .printer import print_module
-        t = time.perf_counter()
-        text = print_module(module, form="canonical")
-        self.result.fingerprint_seconds += time.perf_counter() - t
-        return text
+        from .fingerprint import fingerprint
+        t = self.clock()
+        fp = fingerprint(module)
+        self.result.fingerprint_seconds += self.clock() - t
+        return fp
 
     def _disabled(self, step: Step) -> bool:
         return not isinstance(step, CheckStep) and self.selection.is_disabled(step)
 
     # -- running -----------------------------------------------------------------------
     def run(self, module: Module) -> PipelineResult:
-        t0 = time.perf_counter()
+        t0 = self.clock()
         self.result = res = PipelineResult(self.spec, module, self.selection, self.target,
                                            instructions_before=module.instruction_count)
         self._emit("on_run_start", self, module)
@@ -286,7 +293,7 @@ class PipelineRunner:
             self._violations(self._run_checkers(self._global, module), "pipeline-start", 0, module)
             self._track(module, "pipeline-start", 0)
             if self.options.check_changed:
-                self._fingerprint = self._canonical(module)
+                self._fingerprint = self._fingerprint_of(module)
             for group in self._top_level():
                 res.changed |= self._run_pipeline(group, module, None, (), [], None)
             if not self.options.verify_each and self._global:
@@ -296,7 +303,7 @@ class PipelineRunner:
                                  last.index if last else 0, module)
         except _Stop:
             pass
-        res.seconds = time.perf_counter() - t0
+        res.seconds = self.clock() - t0
         self._emit("on_run_end", res, module)
         return res
 
@@ -399,7 +406,7 @@ class PipelineRunner:
                        instructions_before=module.instruction_count)
         inst = self._instance(step)
         self._emit("on_before_pass", ev, module)
-        t = time.perf_counter()
+        t = self.clock()
         try:
             if step.fixed_point:
                 n = 0
@@ -414,7 +421,7 @@ class PipelineRunner:
             else:
                 changed = bool(inst.run(module))
         except Exception as e:  # PassError or a bug: report, never a traceback by default
-            ev.seconds = time.perf_counter() - t
+            ev.seconds = self.clock() - t
             self._collect(inst, ev)
             res.events.append(ev)
             is_pe = isinstance(e, PassError)
@@ -426,11 +433,11 @@ class PipelineRunner:
                                       traceback.format_exc(), step)
             self._emit("on_pass_failure", res.failure, module)
             raise _Stop() from None
-        ev.seconds = time.perf_counter() - t
+        ev.seconds = self.clock() - t
         ev.changed = changed
         self._collect(inst, ev)
         if self.options.check_changed:
-            after = self._canonical(module)
+            after = self._fingerprint_of(module)
             really = after != self._fingerprint
             if really != changed:
                 ev.changed_mismatch = ("reported changed=False but the module changed" if really

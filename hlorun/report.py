@@ -97,23 +97,26 @@ def pass_table(rows: Iterable[Sequence[Any]], title: str | None = None,
 
 
 def diff_block(header: str, lines: Iterable[str]) -> None:
-    """A unified diff, colored like ``git diff`` on a terminal."""
+    """A unified diff, colored like ``git diff`` on a terminal (one write
+    for the whole block: diffs of big modules have thousands of lines)."""
     c = console()
-    color = c.is_terminal
-    _styled(header, "bold cyan" if color else None)
+    lines = list(lines)
+    if not c.is_terminal:
+        c.file.write(header + "\n" + "".join(ln + "\n" for ln in lines))
+        return
+    from rich.text import Text
+    t = Text(header + "\n", style="bold cyan")
     for ln in lines:
-        if not color:
-            c.print(ln)
-        elif ln.startswith("@@"):
-            c.print(ln, style="cyan")
-        elif ln.startswith("+") and not ln.startswith("+++"):
-            c.print(ln, style="green")
-        elif ln.startswith("-") and not ln.startswith("---"):
-            c.print(ln, style="red")
-        elif ln.startswith(("---", "+++")):
-            c.print(ln, style="bold")
+        if ln.startswith("@@"):
+            style = "cyan"
+        elif ln.startswith("+"):
+            style = "green"
+        elif ln.startswith("-"):
+            style = "red"
         else:
-            c.print(ln)
+            style = None
+        t.append(ln + "\n", style=style)
+    c.print(t, end="")
 
 
 def panel(title: str, body: str, style: str = "red") -> None:
