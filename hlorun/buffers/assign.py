@@ -121,6 +121,77 @@ def resolve_buffer_donors(module: Module, size_of) -> list[tuple]:
     return aliases
 
 
+class _Occupancy:
+    """Which registered allocations are busy when: a segment tree over
+    doubled time whose nodes hold bitmasks (Python ints) of allocations.
+    A value [s, e] marks its interior (2s+1 .. 2e-1); a buffer whose closed
+    span (2s .. 2e) meets a marked point overlaps that allocation by more
+    than a touching end, so it cannot go there.  This prunes XLA's linear
+    scan over registered allocations without changing its answer."""
+
+    def __init__(self, end_time: int):
+        n = 1
+        while n < 2 * end_time + 3:
+            n *= 2
+        self.n = n
+        self.cover = [0] * (2 * n)
+        self.any = [0] * (2 * n)
+
+    def mark(self, bit: int, s: int, e: int) -> None:
+        lo, hi = 2 * s + 1, 2 * e - 1
+        if lo > hi:
+            return
+        m = 1 << bit
+        n = self.n
+        cover, anym = self.cover, self.any
+        l, r = lo + n, hi + n + 1
+        touched = []
+        while l < r:
+            if l & 1:
+                cover[l] |= m
+                anym[l] |= m
+                touched.append(l)
+                l += 1
+            if r & 1:
+                r -= 1
+                cover[r] |= m
+                anym[r] |= m
+                touched.append(r)
+            l >>= 1
+            r >>= 1
+        for t in touched:
+            t >>= 1
+            while t >= 1 and not (anym[t] & m):
+                anym[t] |= m
+                t >>= 1
+
+    def query(self, s: int, e: int) -> int:
+        """OR of the allocations marked anywhere in [2s, 2e]."""
+        lo, hi = 2 * s, 2 * e
+        n = self.n
+        cover, anym = self.cover, self.any
+        out = 0
+        l, r = lo + n, hi + n + 1
+        ends = []
+        while l < r:
+            if l & 1:
+                out |= anym[l]
+                ends.append(l)
+                l += 1
+            if r & 1:
+                r -= 1
+                out |= anym[r]
+                ends.append(r)
+            l >>= 1
+            r >>= 1
+        for t in ends:
+            t >>= 1
+            while t >= 1:
+                out |= cover[t]
+                t >>= 1
+        return out
+
+
 class BufferAssigner:
     def __init__(self, options: AssignOptions | None = None):
         self.options = options or AssignOptions()
@@ -140,7 +211,11 @@ class BufferAssigner:
         self.asg = asg
         self.cg = cg
         self._sizes: dict[int, int] = {}
+        self._bsizes: dict[int, int] = {}
         self._registered: list[BufferAllocation] = []
+        self._reg_bit: dict[int, int] = {}  # allocation id() -> registration index
+        self._occ = _Occupancy(live.end_time)
+        self._io_params = {(p, pi) for _o, p, pi, _k in alias.io_alias}
         global_comps, local_comps = self._gather(module, cg)
         delayed: dict[Computation, list[HloValue]] = {c: [] for c in global_comps}
         self._assign_computations(global_comps, False, delayed)
@@ -162,7 +237,21 @@ class BufferAssigner:
         return n
 
     def buffer_size(self, b: HloBuffer) -> int:
-        return max(self.value_size(v) for v in b.values)
+        n = self._bsizes.get(b.id)
+        if n is None:
+            n = max(self.value_size(v) for v in b.values)
+            self._bsizes[b.id] = n
+        return n
+
+    def _register(self, a: BufferAllocation) -> None:
+        bit = len(self._registered)
+        self._registered.append(a)
+        self._reg_bit[id(a)] = bit
+        ranges = self.asg.live_range.ranges
+        for v in a.assigned:
+            r = ranges.get(v.id)
+            if r is not None:
+                self._occ.mark(bit, r.start, r.end)
 
     # -- computations by allocation type ------------------------------------------------
     def _gather(self, module: Module, cg: CallGraph) -> tuple[list[Computation], list[Computation]]:
@@ -184,7 +273,7 @@ class BufferAssigner:
                         work.append((sub, tl))
                     else:
                         work.append((sub, True))
-        order = module.computation_post_order()
+        order = self.asg.dataflow.computation_order
         return [c for c in order if c in glob], [c for c in order if c in local and c not in glob]
 
     # -- allocation creation ----------------------------------------------------------------
@@ -194,9 +283,15 @@ class BufferAssigner:
         return a
 
     def _add_buffer(self, a: BufferAllocation, b: HloBuffer, offset: int, size: int) -> None:
+        bit = self._reg_bit.get(id(a))
+        ranges = self.asg.live_range.ranges
         for v in b.values:
             a.add(v, offset, size)
             self.asg.allocation_of[v.id] = a
+            if bit is not None:
+                r = ranges.get(v.id)
+                if r is not None:
+                    self._occ.mark(bit, r.start, r.end)
         if b.live_out:
             a.maybe_live_out = True
 
@@ -212,7 +307,7 @@ class BufferAssigner:
         pos: dict[Instruction, int] = {}
         n = 0
         for comp in reversed(order):
-            for instr in comp.post_order():
+            for instr in self.asg.dataflow.post_order(comp):
                 if instr not in pos:
                     pos[instr] = n
                 n += 1
@@ -243,7 +338,7 @@ class BufferAssigner:
     def _special(self, b: HloBuffer, thread_local: bool) -> bool:
         size = self.buffer_size(b)
         module = self.asg.module
-        io_params = {(p, pi) for _o, p, pi, _k in self.asg.alias.io_alias}
+        io_params = self._io_params
         for v in b.values:
             instr = v.instruction
             if instr.opcode == "constant":
@@ -256,7 +351,7 @@ class BufferAssigner:
                 a.param_index = v.index
                 a.param_aliased = (instr.parameter_number, v.index) in io_params
                 if a.param_aliased:
-                    self._registered.append(a)
+                    self._register(a)
                 return True
         if thread_local:
             self._new_for_buffer(b, size).is_thread_local = True
@@ -282,9 +377,22 @@ class BufferAssigner:
                 for a in sorted(seen, key=lambda x: x.index):
                     if self._maybe_assign(a, b):
                         return
-        for a in reversed(self._registered):
-            if self._maybe_assign(a, b):
-                return
+        if self._registered:
+            ranges = self.asg.live_range.ranges
+            busy = 0
+            for v in b.values:
+                r = ranges.get(v.id)
+                if r is not None:
+                    busy |= self._occ.query(r.start, r.end)
+            cand = ((1 << len(self._registered)) - 1) & ~busy
+            size = self.buffer_size(b)
+            reg = self._registered
+            while cand:
+                i = cand.bit_length() - 1
+                cand ^= 1 << i
+                a = reg[i]
+                if a.size >= size and self._maybe_assign(a, b):
+                    return
         if delayed is not None and not b.live_out:
             ok = all(v.instruction.parent in delayed for v in b.values)
             if ok:
@@ -292,29 +400,28 @@ class BufferAssigner:
                     delayed[v.instruction.parent].append(v)
                 return
         a = self._new_for_buffer(b, self.buffer_size(b))
-        self._registered.append(a)
+        self._register(a)
 
     def _maybe_assign(self, a: BufferAllocation, b: HloBuffer) -> bool:
+        """``MaybeAssignBuffer``."""
         size = self.buffer_size(b)
-        if a.is_input_or_output and b.values[0].color != a.color:
+        if b.values[0].color != a.color or size > a.size or a.is_readonly or not a.is_reusable:
             return False
-        if b.values[0].color != a.color:
-            return False
-        if size > a.size or a.is_readonly or not a.is_reusable:
-            return False
-        ranges = self.asg.live_range.ranges
-        for assigned in a.assigned:
-            r2 = ranges.get(assigned.id)
-            for nv in b.values:
-                r1 = ranges.get(nv.id)
-                if r1 is not None and r2 is not None and self._interferes(nv, r1, assigned, r2):
-                    return False
-                if nv.instruction.opcode == "copy":
-                    for pinstr, _ix in assigned.positions:
-                        if pinstr in nv.instruction.operands:
-                            return False
         if b.live_out and a.size != size:
             return False
+        ranges = self.asg.live_range.ranges
+        new = [(nv, ranges.get(nv.id)) for nv in b.values]
+        for assigned in a.assigned:
+            r2 = ranges.get(assigned.id)
+            for nv, r1 in new:
+                if r1 is not None and r2 is not None and not (r1.start > r2.end or r2.start > r1.end) \
+                        and self._interferes(nv, r1, assigned, r2):
+                    return False
+                if nv.instruction.opcode == "copy":
+                    ops = nv.instruction.operands
+                    for pinstr, _ix in assigned.positions:
+                        if pinstr in ops:
+                            return False
         self._add_buffer(a, b, 0, size)
         return True
 

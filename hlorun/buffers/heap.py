@@ -51,11 +51,18 @@ class _OverlapIndex:
         self.starting = np.full(n + 1, -1, dtype=np.int64)  # start time -> interval slot
         self.offsets: list[int] = []
         self.ends: list[int] = []  # chunk end (offset + size)
+        self.np_offsets = np.zeros(max(16, horizon), dtype=np.int64)
+        self.np_ends = np.zeros(max(16, horizon), dtype=np.int64)
 
     def add(self, start: int, end: int, offset: int, size: int) -> None:
         slot = len(self.offsets)
         self.offsets.append(offset)
         self.ends.append(offset + size)
+        if slot >= len(self.np_offsets):
+            self.np_offsets = np.concatenate([self.np_offsets, np.zeros_like(self.np_offsets)])
+            self.np_ends = np.concatenate([self.np_ends, np.zeros_like(self.np_ends)])
+        self.np_offsets[slot] = offset
+        self.np_ends[slot] = offset + size
         self.starting[start] = slot  # event times are unique per interval
         lo, hi = start + self.n, end + self.n + 1
         nodes = self.nodes
@@ -134,7 +141,10 @@ class BestFitHeap:
             index.query(iv.start, iv.end, used)
             for c in cols:
                 index.query(c.start, c.end, used)
-            offset = _best_fit(used, offsets, ends, iv.size, max_size, align)
+            if len(used) > 40:
+                offset = _best_fit_np(used, index, iv.size, max_size, align)
+            else:
+                offset = _best_fit(used, offsets, ends, iv.size, max_size, align)
             end = offset + max_size
             if end > heap_size:
                 heap_size = end
@@ -191,6 +201,42 @@ def _best_fit(used: list[int], offsets: list[int], ends: list[int], size: int,
     if best is not None:
         return _align_up(best[1], align)
     return _align_up(free_start, align)
+
+
+def _best_fit_np(used: list[int], index: _OverlapIndex, size: int, max_size: int,
+                 align: int) -> int:
+    """The same as :func:`_best_fit`, vectorised for many used chunks."""
+    u = np.fromiter(used, dtype=np.int64, count=len(used))
+    o = index.np_offsets[u]
+    e = index.np_ends[u]
+    order = np.argsort(o, kind="stable")
+    o = o[order]
+    e = e[order]
+    runmax = np.maximum.accumulate(e)
+    # A new group of overlapping used chunks starts where a chunk begins at
+    # or after everything before it has ended.
+    starts = np.concatenate(([0], np.flatnonzero(o[1:] >= runmax[:-1]) + 1))
+    group_begin = o[starts]
+    prev_end = np.concatenate(([0], runmax[starts[1:] - 1]))
+    if align > 1:
+        prev_end = (prev_end + align - 1) // align * align
+    free_start = np.maximum.accumulate(prev_end)
+    ok = group_begin - free_start >= size
+    fs = free_start[ok]
+    fe = group_begin[ok]
+    last = int(runmax[-1])
+    last = (last + align - 1) // align * align if align > 1 else last
+    last = max(last, int(free_start[-1]))
+    if fs.size:
+        first = (fs + align - 1) // align * align if align > 1 else fs
+        fit = (fe - fs > 0) & (first + max_size <= fe)
+        if fit.any():
+            fs, fe = fs[fit], fe[fit]
+            sizes = fe - fs
+            m = sizes.min()
+            best = int(fs[sizes == m].min())
+            return (best + align - 1) // align * align if align > 1 else best
+    return last
 
 
 def _transitive(iv: Interval, intervals: dict) -> list[Interval]:

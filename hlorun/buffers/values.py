@@ -118,6 +118,8 @@ class Dataflow:
         self._all: dict[int, HloValue] = {}
         self._deleted: set[int] = set()
         self._phi_inputs: dict[int, list[int]] = {}  # phi id -> input ids
+        self._post: dict[Computation, list[Instruction]] = {}
+        self.computation_order = self.module.computation_post_order()
         self._init_value_sets()
         self._propagate()
         self._optimize_phis()
@@ -155,13 +157,21 @@ class Dataflow:
                     seen.add(v.id)
                     yield v
 
+    def post_order(self, comp: Computation) -> list[Instruction]:
+        """``comp.post_order()``, computed once per analysis."""
+        got = self._post.get(comp)
+        if got is None:
+            got = comp.post_order()
+            self._post[comp] = got
+        return got
+
     # -- initialisation ----------------------------------------------------------
     def _init_value_sets(self) -> None:
         cg = self.call_graph
-        for comp in self.module.computation_post_order():
+        for comp in self.computation_order:
             ctx = cg.context.get(comp, "control")
             has_callers = cg.has_callers(comp)
-            for instr in comp.post_order():
+            for instr in self.post_order(comp):
                 shape = instr.shape
                 indices = shape_indices(shape)
                 vs: dict[Index, list[HloValue]] = {ix: [] for ix in indices}
@@ -222,8 +232,8 @@ class Dataflow:
                 seq += 1
                 heapq.heappush(work, (ordinal.get(instr, 0), seq, instr))
 
-        for comp in self.module.computation_post_order():
-            for instr in comp.post_order():
+        for comp in self.computation_order:
+            for instr in self.post_order(comp):
                 if instr.opcode in _FORWARDING:
                     add(instr)
         while work:
@@ -273,7 +283,7 @@ class Dataflow:
         def visit(comp: Computation, depth: int) -> None:
             if depth > 200:
                 return
-            for instr in comp.post_order():
+            for instr in self.post_order(comp):
                 op = instr.opcode
                 if op in ("call", "async-start", "conditional"):
                     for c in instr.called_computations():
