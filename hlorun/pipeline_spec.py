@@ -54,7 +54,7 @@ DEFAULT_MAX_ITERATIONS = 25  # XLA's HloPassFix kDefaultIterationLimit
 #: YamlError, or None (any YAML mapping is accepted).  Add yours here.
 SECTIONS: dict[str, str | None] = {
     "autotune": None,
-    "custom_call_targets": None,
+    "custom_call_targets": "hlorun.buffers.alias_rules:validate_targets_section",
 }
 _TOP_KEYS = ("name", "description", "include", "target", "checkers", "steps")
 _PIPELINE_KEYS = ("pipeline", "steps", "fixed_point", "max_iterations", "checkers", "description")

@@ -133,3 +133,62 @@ def panel(title: str, body: str, style: str = "red") -> None:
 
 def summary(text: str, ok: bool) -> None:
     _styled(text, ("bold green" if ok else "bold red"))
+
+
+# ---------------------------------------------------------------------------
+# Timelines (hlorun buffers): live ranges as horizontal bars
+# ---------------------------------------------------------------------------
+
+_KIND_STYLES = {"parameter": "blue", "output": "green", "constant": "magenta",
+                "thread-local": "white", "temp": "yellow"}
+_SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def timeline(title: str, rows: Sequence[tuple[str, str, str, int, int, str]], end: int,
+             curve: Sequence[int] | None = None, curve_label: str = "live bytes",
+             width: int | None = None) -> None:
+    """A Gantt chart over logical time ``0..end``: one bar per row
+    (label, size, where, start, end, kind), colored by kind, under an
+    optional sparkline of ``curve`` (e.g. live bytes per time step).  Plain
+    characters when stderr is not a terminal."""
+    c = console()
+    label_w = min(40, max([len(r[0]) for r in rows] + [len(curve_label), 5]))
+    size_w = max([len(r[1]) for r in rows] + [4])
+    where_w = max([len(r[2]) for r in rows] + [5])
+    total_w = width or max(60, min(c.width if c.is_terminal else 120, 200))
+    bar_w = max(20, total_w - label_w - size_w - where_w - 8)
+    span = max(end, 1)
+
+    def cells(start: int, stop: int) -> str:
+        out = []
+        for i in range(bar_w):
+            lo = span * i / bar_w
+            hi = span * (i + 1) / bar_w
+            out.append("█" if start < hi and stop + 1 > lo else "·")
+        return "".join(out)
+
+    color = c.is_terminal
+    if title:
+        _styled(title, "bold" if color else None)
+    if curve:
+        peak = max(curve) or 1
+        spark = []
+        for i in range(bar_w):
+            lo = int(len(curve) * i / bar_w)
+            hi = max(lo + 1, int(len(curve) * (i + 1) / bar_w))
+            v = max(curve[lo:hi])
+            spark.append(_SPARK[min(8, (v * 8 + peak - 1) // peak)] if v else " ")
+        line = f"{curve_label[:label_w].ljust(label_w)}  {'peak'.rjust(size_w)}  {''.ljust(where_w)}  "
+        c.print(line + "".join(spark), style="cyan" if color else None)
+    head = f"{'value'.ljust(label_w)}  {'size'.rjust(size_w)}  {'where'.ljust(where_w)}  0{('t=' + str(end)).rjust(bar_w - 1)}"
+    c.print(head, style="bold" if color else None)
+    for label, size, where, start, stop, kind in rows:
+        lab = label if len(label) <= label_w else label[: label_w - 1] + "…"
+        prefix = f"{lab.ljust(label_w)}  {size.rjust(size_w)}  {where.ljust(where_w)}  "
+        if color:
+            from rich.text import Text
+            t = Text(prefix)
+            t.append(cells(start, stop), style=_KIND_STYLES.get(kind, "white"))
+            c.print(t)
+        else:
+            c.print(prefix + cells(start, stop))

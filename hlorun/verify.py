@@ -162,6 +162,7 @@ class HloVerifier(Checker):
 
 #: name -> "module:Class" (alphabetical); imported on use.
 CHECKERS: dict[str, str] = {
+    "buffer-aliasing": "hlorun.buffers.checker:BufferAliasingChecker",
     "hlo-verifier": "hlorun.verify:HloVerifier",
     "reshape-is-bitcast": "hlorun.passes.reshape_is_bitcast:ReshapeIsBitcast",
 }

@@ -103,6 +103,25 @@ def validate_targets(mapping: Any, where: str = "custom_call_targets") -> dict[s
     return out
 
 
+def validate_targets_section(value: Any, loc, text: str | None) -> None:
+    """The pipeline-spec validator of the ``custom_call_targets`` section."""
+    from ..yaml_source import YamlError, loc_of
+    try:
+        validate_targets(value)
+    except ValueError as e:
+        where = loc
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                try:
+                    validate_targets({k: v})
+                except ValueError:
+                    vl = getattr(value, "value_loc", None)
+                    where = vl(k) if vl else loc_of(v, loc)
+                    break
+        raise YamlError(str(e), where, text,
+                        ["custom_call_targets: {TARGET_OR_GLOB: {in_place: BOOL, autotuned: BOOL}}"]) from None
+
+
 class AliasRules:
     """The alias oracle the dataflow, alias analysis and assigner consult.
 

@@ -24,6 +24,7 @@ input the previous trial overwrote.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..ir.module import Instruction, Module
@@ -38,13 +39,31 @@ def _leaves(shape) -> list[tuple]:
             if not (shape.subshape(ix) if ix else shape).is_tuple]
 
 
+@dataclass
 class BufferAliasingChecker(Checker):
-    name = "buffer-aliasing"
+    """Options: ``custom_call_targets`` (merged over the pipeline's
+    ``custom_call_targets`` section; these win), ``platform`` (alias rules;
+    default: the pipeline's target platform, else "cuda")."""
 
-    def __init__(self, custom_call_targets: Mapping[str, Any] | None = None,
-                 platform: str = "cuda"):
-        self.custom_call_targets = validate_targets(custom_call_targets)
-        self.platform = platform
+    name = "buffer-aliasing"
+    custom_call_targets: dict[str, Any] = field(default_factory=dict)
+    platform: str | None = None
+
+    def __post_init__(self) -> None:
+        self.custom_call_targets = validate_targets(self.custom_call_targets)
+        if self.platform is None:
+            self.platform = "cuda"
+
+    @classmethod
+    def from_pipeline(cls, spec, options: dict) -> "BufferAliasingChecker":
+        targets: dict[str, Any] = {}
+        platform = options.get("platform")
+        if spec is not None:
+            targets.update(validate_targets(spec.section("custom_call_targets") or {}))
+            if platform is None and getattr(spec, "target", None) is not None:
+                platform = spec.target.platform
+        targets.update(validate_targets(options.get("custom_call_targets") or {}))
+        return cls(custom_call_targets=targets, platform=platform)
 
     def check(self, module: Module) -> list[Diagnostic]:
         try:
@@ -112,24 +131,26 @@ class BufferAliasingChecker(Checker):
         same_buffer = asg.alias.buffer(ov) is asg.alias.buffer(iv)
         donated = same_buffer and alloc.is_entry_parameter and alloc.param_aliased
         if donated:
-            why = (f"donation: parameter {alloc.param_number}{index_str(alloc.param_index)} is donated "
-                   f"to the output (input_output_alias/buffer_donor) and the call reads it, so the "
-                   f"kernel overwrites its own input")
+            why = "donation"
+            detail = (f"parameter {alloc.param_number}{index_str(alloc.param_index)} is donated to "
+                      f"the output (input_output_alias / buffer_donor) and the call also reads it")
         elif same_buffer:
-            why = "aliasing: the operand and the output must share one buffer"
+            why = "aliasing"
+            detail = "the operand and the output must share one buffer"
         else:
-            why = ("reuse of a dead operand buffer: the operand is not used after the call and "
-                   "nothing forbids in-place execution, so buffer assignment gave its memory to "
-                   "the output")
-        decl = {None: f"not declared in custom_call_targets ({policy.source} rule: may alias)",
+            why = "reuse of a dead operand buffer"
+            detail = ("the operand is not used after the call and nothing forbids in-place "
+                      "execution, so buffer assignment gave its memory to the output")
+        decl = {None: f"not declared safe in place ({policy.source} rule: may alias)",
                 False: f"declared in_place: false ({policy.source})"}[policy.in_place]
-        off_o = alloc.assigned[ov][0]
+        off_o, size_o = alloc.assigned[ov]
         off_i = alloc.assigned[iv][0]
-        msg = (f"custom-call {call.name} (target \"{target}\") writes output {index_str(oix)} into "
-               f"allocation {alloc.index} ({alloc.kind}, offset {off_o}, {alloc.assigned[ov][1]} B) "
-               f"which also holds operand {k}{index_str(iix) if operand.shape.is_tuple else ''} "
+        opix = index_str(iix) if operand.shape.is_tuple else ""
+        msg = (f"custom-call {call.name} ({target}) output {index_str(oix)} shares allocation "
+               f"{alloc.index} ({alloc.kind}, offset {off_o}, {size_o} B) with operand {k}{opix} "
                f"{operand.name} (offset {off_i}): {why}")
-        notes = [f"target {target!r} is {decl}; a kernel that reads elements after writing "
+        notes = [detail,
+                 f"target {target!r} is {decl}; a kernel that reads elements after writing "
                  f"others (a permutation, a gather) computes wrong results in place",
                  "fix: pass a dedicated output buffer as an extra operand and declare "
                  "output_to_operand_aliasing={{" + index_str(oix)[1:-1] + "}: (N, {})}, "
@@ -138,11 +159,13 @@ class BufferAliasingChecker(Checker):
         if policy.autotuned:
             out.append(self.diag(
                 module, call,
-                f"autotuning re-runs: the autotuner runs candidate kernels for {call.name} several "
-                f"times on the live buffers and saves/restores only declared aliases "
-                f"({'output ' + index_str(oix) + ' is declared for another operand' if out_declared else 'none declared for this pair'}); "
-                f"operand {k} {operand.name} shares allocation {alloc.index} with output "
-                f"{index_str(oix)}, so each trial reads data the previous trial overwrote",
-                notes=["declare the alias (output_to_operand_aliasing) so the autotuner "
-                       "saves and restores the buffer between trials"]))
+                f"autotuning re-runs {call.name} ({target}) in place: operand {k}{opix} "
+                f"{operand.name} and output {index_str(oix)} share allocation {alloc.index} "
+                f"without a declared alias",
+                notes=["the autotuner runs each candidate kernel several times on the live "
+                       "buffers and saves/restores only declared aliases "
+                       f"({'output ' + index_str(oix) + ' is declared for another operand' if out_declared else 'none here'}), "
+                       "so every trial reads data the previous trial overwrote",
+                       "declare the alias (output_to_operand_aliasing) so the buffer is saved "
+                       "and restored between trials"]))
         return out
