@@ -25,6 +25,7 @@ share offset and allocation.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -215,6 +216,10 @@ class BufferAssigner:
         self._registered: list[BufferAllocation] = []
         self._reg_bit: dict[int, int] = {}  # allocation id() -> registration index
         self._occ = _Occupancy(live.end_time)
+        #: allocation id() -> (sorted starts, [(range, value)], position instructions):
+        #: values in one allocation never overlap by more than a touching end,
+        #: so sorted by start their ends are sorted too.
+        self._index: dict[int, tuple[list, list, set]] = {}
         self._io_params = {(p, pi) for _o, p, pi, _k in alias.io_alias}
         global_comps, local_comps = self._gather(module, cg)
         delayed: dict[Computation, list[HloValue]] = {c: [] for c in global_comps}
@@ -285,12 +290,20 @@ class BufferAssigner:
     def _add_buffer(self, a: BufferAllocation, b: HloBuffer, offset: int, size: int) -> None:
         bit = self._reg_bit.get(id(a))
         ranges = self.asg.live_range.ranges
+        idx = self._index.get(id(a))
+        if idx is None:
+            idx = self._index[id(a)] = ([], [], set())
+        starts, items, positions = idx
         for v in b.values:
             a.add(v, offset, size)
             self.asg.allocation_of[v.id] = a
-            if bit is not None:
-                r = ranges.get(v.id)
-                if r is not None:
+            positions.update(p[0] for p in v.positions)
+            r = ranges.get(v.id)
+            if r is not None:
+                k = bisect_right(starts, r.start)
+                starts.insert(k, r.start)
+                items.insert(k, (r, v))
+                if bit is not None:
                     self._occ.mark(bit, r.start, r.end)
         if b.live_out:
             a.maybe_live_out = True
@@ -403,25 +416,30 @@ class BufferAssigner:
         self._register(a)
 
     def _maybe_assign(self, a: BufferAllocation, b: HloBuffer) -> bool:
-        """``MaybeAssignBuffer``."""
+        """``MaybeAssignBuffer``: XLA compares the buffer with every value in
+        the allocation; only values whose ranges meet the buffer's can
+        interfere, and those are found by bisection."""
         size = self.buffer_size(b)
         if b.values[0].color != a.color or size > a.size or a.is_readonly or not a.is_reusable:
             return False
         if b.live_out and a.size != size:
             return False
         ranges = self.asg.live_range.ranges
-        new = [(nv, ranges.get(nv.id)) for nv in b.values]
-        for assigned in a.assigned:
-            r2 = ranges.get(assigned.id)
-            for nv, r1 in new:
-                if r1 is not None and r2 is not None and not (r1.start > r2.end or r2.start > r1.end) \
-                        and self._interferes(nv, r1, assigned, r2):
-                    return False
-                if nv.instruction.opcode == "copy":
-                    ops = nv.instruction.operands
-                    for pinstr, _ix in assigned.positions:
-                        if pinstr in ops:
-                            return False
+        starts, items, positions = self._index.get(id(a), ([], [], set()))
+        for nv in b.values:
+            r1 = ranges.get(nv.id)
+            if r1 is not None and items:
+                k = bisect_right(starts, r1.end) - 1
+                while k >= 0:
+                    r2, assigned = items[k]
+                    if r2.end < r1.start:
+                        break
+                    if not (r1.start > r2.end or r2.start > r1.end) and \
+                            self._interferes(nv, r1, assigned, r2):
+                        return False
+                    k -= 1
+            if nv.instruction.opcode == "copy" and any(o in positions for o in nv.instruction.operands):
+                return False
         self._add_buffer(a, b, 0, size)
         return True
 
