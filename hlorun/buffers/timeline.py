@@ -138,11 +138,16 @@ def to_json(asg: BufferAssignment, diagnostics: list | None = None,
     return doc
 
 
-# -- SVG ---------------------------------------------------------------------------------
-def svg(asg: BufferAssignment, max_rects: int = 20000) -> str:
-    """A self-contained SVG: live memory over time (stacked by allocation
-    kind) above a map of every allocation's bytes over time (one band per
-    allocation, each value a rectangle at its offset; hover for details)."""
+# -- pictures ------------------------------------------------------------------------------
+# A scene is a list of primitives drawn in order:
+#   ("rect", x, y, w, h, fill, opacity, tooltip)
+#   ("text", x, y, size, text, anchor)            (SVG only)
+#   ("line", x1, y1, x2, y2, color)
+def scene(asg: BufferAssignment, max_rects: int = 20000,
+          max_bands: int = 12) -> tuple[int, int, list]:
+    """Live memory over time (stacked by allocation kind) above a map of
+    every allocation's bytes over time: one band per allocation, each value
+    a rectangle at its offset during its live range."""
     W, left, right = 1100, 70, 20
     end = max(asg.live_range.end_time, 1)
     plot_w = W - left - right
@@ -153,73 +158,133 @@ def svg(asg: BufferAssignment, max_rects: int = 20000) -> str:
     total, per_kind = memory_curve(asg)
     peak = max(total) if total else 0
     curve_h = 160
-    parts: list[str] = []
+    out: list = []
     y0 = 40
-    parts.append(f'<text x="{left}" y="24" font-size="15" font-weight="bold">'
-                 f'{escape(asg.module.name)}: {human_bytes(asg.total_bytes())} in '
-                 f'{len(asg.allocations)} allocations, peak live {human_bytes(peak)}</text>')
-    # stacked curve
-    base = [0] * len(total)
-    for k in KINDS:
+    out.append(("text", left, 24, 15, f"{asg.module.name}: {human_bytes(asg.total_bytes())} in "
+                f"{len(asg.allocations)} allocations, peak live {human_bytes(peak)}", "start"))
+    # the stacked curve, one rectangle per run of equal values and kind;
+    # temporaries at the bottom, where their shape is visible
+    cols = min(len(total), 2000) or 1
+    base = [0.0] * cols
+    for k in ("temp", "output", "thread-local", "constant", "parameter"):
         ys = per_kind[k]
         if not any(ys):
             continue
-        top = [b + v for b, v in zip(base, ys)]
-        pts = []
-        for t, v in enumerate(top):
-            yy = y0 + curve_h - (curve_h * v / peak if peak else 0)
-            pts.append(f"{x(t):.1f},{yy:.1f} {x(t + 1):.1f},{yy:.1f}")
-        back = []
-        for t in range(len(base) - 1, -1, -1):
-            yy = y0 + curve_h - (curve_h * base[t] / peak if peak else 0)
-            back.append(f"{x(t + 1):.1f},{yy:.1f} {x(t):.1f},{yy:.1f}")
-        parts.append(f'<polygon points="{" ".join(pts + back)}" fill="{KIND_COLORS[k]}" '
-                     f'fill-opacity="0.8"><title>{k}</title></polygon>')
-        base = top
-    parts.append(f'<line x1="{left}" y1="{y0 + curve_h}" x2="{W - right}" y2="{y0 + curve_h}" stroke="#333"/>')
-    parts.append(f'<text x="{left - 6}" y="{y0 + 10}" font-size="11" text-anchor="end">{human_bytes(peak)}</text>')
-    parts.append(f'<text x="{left - 6}" y="{y0 + curve_h}" font-size="11" text-anchor="end">0</text>')
+        vals = []
+        for c in range(cols):
+            lo = len(ys) * c // cols
+            hi = max(lo + 1, len(ys) * (c + 1) // cols)
+            vals.append(max(ys[lo:hi]))
+        c = 0
+        while c < cols:
+            v, b0 = vals[c], base[c]
+            d = c
+            while d + 1 < cols and vals[d + 1] == v and base[d + 1] == b0:
+                d += 1
+            if v and peak:
+                top = y0 + curve_h - curve_h * (b0 + v) / peak
+                h = curve_h * v / peak
+                out.append(("rect", x(end * c / cols), top, x(end * (d + 1) / cols) - x(end * c / cols),
+                            h, KIND_COLORS[k], 0.85, f"{k}: {human_bytes(v)}"))
+            c = d + 1
+        base = [b + v for b, v in zip(base, vals)]
+    out.append(("line", left, y0 + curve_h, W - right, y0 + curve_h, "#333333"))
+    out.append(("text", left - 6, y0 + 10, 11, human_bytes(peak), "end"))
+    out.append(("text", left - 6, y0 + curve_h, 11, "0", "end"))
     lx = left
     for k in KINDS:
         if any(per_kind[k]):
-            parts.append(f'<rect x="{lx}" y="{y0 + curve_h + 8}" width="10" height="10" fill="{KIND_COLORS[k]}"/>'
-                         f'<text x="{lx + 14}" y="{y0 + curve_h + 17}" font-size="11">{k}</text>')
+            out.append(("rect", lx, y0 + curve_h + 8, 10, 10, KIND_COLORS[k], 1.0, k))
+            out.append(("text", lx + 14, y0 + curve_h + 17, 11, k, "start"))
             lx += 110
-    # allocation bands
     y = y0 + curve_h + 40
-    allocs = [a for a in asg.allocations if a.assigned]
-    biggest = max((a.size for a in allocs), default=1) or 1
     by_alloc: dict[int, list[Row]] = {}
     for r in rows(asg):
         by_alloc.setdefault(r.allocation.index, []).append(r)
+    allocs = [a for a in asg.allocations if by_alloc.get(a.index)]
+    # temporaries get a tall band (offsets matter there); the largest other
+    # allocations a thin one each
+    temps = [a for a in allocs if a.is_temp]
+    others = sorted((a for a in allocs if not a.is_temp), key=lambda a: (-a.size, a.index))
+    shown = temps + others[:max_bands]
     budget = max_rects
-    for a in sorted(allocs, key=lambda a: (-a.size, a.index)):
-        rs = by_alloc.get(a.index, [])
-        if not rs or budget <= 0:
-            continue
-        h = max(14.0, min(260.0, 260.0 * a.size / biggest))
-        parts.append(f'<text x="{left - 6}" y="{y + 11}" font-size="10" text-anchor="end">#{a.index}</text>')
-        parts.append(f'<rect x="{left}" y="{y:.1f}" width="{plot_w}" height="{h:.1f}" fill="#f4f4f4" '
-                     f'stroke="#ccc"><title>allocation {a.index}: {a.kind}, {human_bytes(a.size)}'
-                     f'</title></rect>')
+    for a in shown:
+        rs = by_alloc[a.index]
+        h = 300.0 if a.is_temp else 14.0
+        out.append(("text", left - 6, y + 11, 10, f"#{a.index}", "end"))
+        out.append(("rect", left, y, plot_w, h, "#f4f4f4", 1.0,
+                    f"allocation {a.index}: {a.kind}, {human_bytes(a.size)}"))
         scale = h / a.size if a.size else 0
-        for r in sorted(rs, key=lambda r: -r.size)[:budget]:
+        for r in sorted(rs, key=lambda r: -r.size)[:max(0, budget)]:
             budget -= 1
-            ry = y + r.offset * scale
-            rh = max(1.0, r.size * scale)
             rx = x(r.start)
-            rw = max(1.0, x(r.end + 1) - rx)
-            tip = (f"{r.value.short()} {r.value.shape}: {human_bytes(r.size)} at offset {r.offset}, "
-                   f"live {r.start}-{r.end}")
-            parts.append(f'<rect x="{rx:.1f}" y="{ry:.1f}" width="{rw:.1f}" height="{rh:.1f}" '
-                         f'fill="{KIND_COLORS[a.kind]}" fill-opacity="0.75" stroke="#222" '
-                         f'stroke-width="0.3"><title>{escape(tip)}</title></rect>')
+            rw = max(1.0, x(min(r.end + 1, end)) - rx)
+            out.append(("rect", rx, y + r.offset * scale, rw, max(1.0, r.size * scale),
+                        KIND_COLORS[a.kind], 0.75,
+                        f"{r.value.short()} {r.value.shape}: {human_bytes(r.size)} at offset "
+                        f"{r.offset}, live {r.start}-{r.end}"))
         y += h + 6
+    if len(others) > max_bands:
+        rest = others[max_bands:]
+        out.append(("text", left, y + 12, 11, f"{len(rest)} smaller allocations not shown "
+                    f"({human_bytes(sum(a.size for a in rest))})", "start"))
+        y += 20
     H = int(y + 30)
-    parts.append(f'<text x="{left}" y="{H - 10}" font-size="11">time (schedule position, 0-{end})</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
-            f'viewBox="0 0 {W} {H}" font-family="sans-serif">\n'
-            f'<rect width="{W}" height="{H}" fill="white"/>\n' + "\n".join(parts) + "\n</svg>\n")
+    out.append(("text", left, H - 10, 11, f"time (schedule position, 0-{end})", "start"))
+    return W, H, out
+
+
+def svg(asg: BufferAssignment, max_rects: int = 20000) -> str:
+    """The scene as a self-contained SVG (hover a rectangle for details)."""
+    W, H, prims = scene(asg, max_rects)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+             f'viewBox="0 0 {W} {H}" font-family="sans-serif">',
+             f'<rect width="{W}" height="{H}" fill="white"/>']
+    for p in prims:
+        if p[0] == "rect":
+            _, x, y, w, h, fill, op, tip = p
+            stroke = ' stroke="#222" stroke-width="0.3"' if op < 0.8 else ""
+            parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" '
+                         f'fill="{fill}" fill-opacity="{op}"{stroke}><title>{escape(tip)}</title></rect>')
+        elif p[0] == "text":
+            _, x, y, size, text, anchor = p
+            parts.append(f'<text x="{x}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}">'
+                         f'{escape(text)}</text>')
+        elif p[0] == "line":
+            _, x1, y1, x2, y2, color = p
+            parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{color}"/>')
+    parts.append("</svg>\n")
+    return "\n".join(parts)
+
+
+def png(asg: BufferAssignment, max_rects: int = 20000) -> bytes:
+    """The scene rasterised to PNG with numpy and zlib (no text)."""
+    import struct
+    import zlib
+
+    import numpy as np
+    W, H, prims = scene(asg, max_rects)
+    img = np.full((H, W, 3), 255.0)
+    for p in prims:
+        if p[0] == "rect":
+            _, x, y, w, h, fill, op, _tip = p
+            x0, y0 = max(0, int(x)), max(0, int(y))
+            x1, y1 = min(W, max(x0 + 1, int(-(-(x + w) // 1)))), min(H, max(y0 + 1, int(-(-(y + h) // 1))))
+            rgb = np.array([int(fill[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+            img[y0:y1, x0:x1] = img[y0:y1, x0:x1] * (1 - op) + rgb * op
+        elif p[0] == "line":
+            _, x1, y1, x2, y2, color = p
+            rgb = np.array([int(color[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+            yy = min(H - 1, int(y1))
+            img[yy, int(x1):int(x2)] = rgb
+    raw = np.clip(img, 0, 255).astype(np.uint8)
+    rows_ = b"".join(b"\x00" + raw[r].tobytes() for r in range(H))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows_, 6)) + chunk(b"IEND", b""))
 
 
 def chart_rows(asg: BufferAssignment, n: int) -> list[tuple[str, str, str, int, int, str]]:

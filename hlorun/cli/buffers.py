@@ -31,8 +31,8 @@ PRINTABLE = ("assignment", "values", "live-range", "memory-usage", "none")
               help="Write XLA's four files (*-buffer-assignment.txt, -values, -live-range, "
                    "-memory-usage-report) to this directory.")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False),
-              help="Write an SVG timeline (live memory by kind, every allocation's values "
-                   "over time).")
+              help="Write a timeline picture: live memory by kind, and every allocation's "
+                   "values over time (.svg; .png without labels).")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(min=0),
               help="Values in the live-range chart (0: no chart).")
 @click.option("--check", is_flag=True,
@@ -108,7 +108,10 @@ def buffers(file, pipeline_name, platform, in_place, no_alias, to_print, dump_to
     if plot:
         if file != "-" and os.path.abspath(plot) == os.path.abspath(file):
             raise UsageError(f"refusing to overwrite input {plot}")
-        write_atomic(plot, timeline.svg(asg))
+        if plot.lower().endswith(".png"):
+            write_atomic(plot, timeline.png(asg))
+        else:
+            write_atomic(plot, timeline.svg(asg))
 
     if fmt == "json":
         report.write_stdout(json.dumps(timeline.to_json(asg, diags, name), indent=2) + "\n")
