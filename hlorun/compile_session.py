@@ -86,7 +86,6 @@ class CompileSession:
     def run(self) -> int:
         import sys
         self._check_regexes()
-
         from .parser import parse_module
         from .pipeline_spec import load_pipeline
         spec = load_pipeline(self.pipeline).with_target(**self.target_overrides)
@@ -103,6 +102,12 @@ class CompileSession:
         # on big modules otherwise).  New objects are still collected.
         import gc
         gc.freeze()
+        try:
+            return self._run(module, text, spec)
+        finally:
+            gc.unfreeze()  # let a long-lived process (tests, tools) collect it later
+
+    def _run(self, module, text: str, spec) -> int:
         listeners: list[Listener] = []
         text_mode = self.fmt == "text"
         if text_mode and self.diff_mode != "none":

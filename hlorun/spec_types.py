@@ -11,7 +11,25 @@ from __future__ import annotations
 
 import types
 import typing
+from dataclasses import fields
 from typing import Any, Literal, Union, get_args, get_origin
+
+
+def option_fields(cls: type, skip: tuple[str, ...] = ()) -> list[str]:
+    """Names of the YAML-settable options of a pass or checker class: its
+    dataclass init fields other than ``target``."""
+    try:
+        fs = fields(cls)
+    except TypeError:
+        return []
+    return [f.name for f in fs if f.name not in ("target",) + skip and f.init]
+
+
+def did_you_mean(name: str, choices, n: int = 3) -> str:
+    """``"; did you mean a, b?"`` with the closest of ``choices``, or ""."""
+    import difflib
+    near = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)
+    return f"; did you mean {', '.join(near)}?" if near else ""
 
 
 def type_hints(cls: type) -> dict[str, Any]:

@@ -285,3 +285,32 @@ def test_pipelines_and_passes_commands():
     assert r.exit_code == 1 and "did you mean simplification" in r.stderr
     r = run("passes")
     assert r.exit_code == 0 and "tuple-simplifier" in r.stderr and "is_layout_sensitive" in r.stderr
+
+
+def test_dumps_are_read_back_by_xlas_own_parser(tmp_path):
+    hlo = pytest.importorskip("jaxlib._hlo")
+    d = tmp_path / "dump"
+    r = run("compile", shared_path(*GELU), "--dump-to", d, "--diff", "none")
+    assert r.exit_code == 0
+    files = sorted(d.glob("*.txt"))
+    assert len(files) >= 5
+    for f in files:
+        hlo.hlo_module_from_text(f.read_text())  # raises on anything XLA rejects
+
+
+def test_repro_bundle_for_precondition_points_at_the_introducing_pass(testkit, tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("name: p\nsteps:\n"
+                 "  - pipeline: early\n    steps: [cse, test-negate-root, dce]\n"
+                 "  - pipeline: late\n    steps:\n      - tuple-simplifier\n"
+                 "      - check: no-negate\n      - dce\n")
+    rd = tmp_path / "repro"
+    r = run("compile", shared_path(*CNN), "--pipeline", p, "--repro-dir", rd, "--format", "json")
+    assert r.exit_code == 2
+    v = json.loads(r.stdout)["violations"][0]
+    assert v["after_pass"] == "early/test-negate-root" and v["precondition_of"] == "late/dce"
+    assert "negate(" not in (rd / "before.hlo").read_text()  # state before the introducing pass
+    r2 = run("compile", rd / "before.hlo", "--pipeline", rd / "repro.yaml", "--format", "json")
+    v2 = json.loads(r2.stdout)["violations"][0]
+    assert r2.exit_code == 2 and (v2["rule"], v2["instruction"]) == ("no-negate", "negate")
+    assert v2["after_pass"] == "early/test-negate-root"
