@@ -19,6 +19,10 @@ from .pipeline_testkit import testkit  # noqa: F401  (fixture)
 
 CNN = ("xla-dumps", "cnn_fp16",
        "module_14585.jit_model.0011.simplification.after_reshape-mover.before_constant_folding.txt")
+#: The machinery tests below pin their pipeline (the first gpu-cuda.yaml:
+#: cse/dce/tuple-simplifier only) so that growing the bundled pipelines does
+#: not change their pass numbers.
+MACHINERY = Path(__file__).resolve().parent.parent / "testdata" / "pipelines" / "machinery.yaml"
 GELU = ("xla-dumps", "gemm_bias_gelu_bf16",
         "module_2651.jit__lambda.0008.simplification.after_algsimp.before_simplify-sorts.txt")
 
@@ -33,7 +37,7 @@ def diff_headers(text):
 
 def test_compile_prints_table_diffs_for_changed_passes_and_module():
     f = shared_path(*CNN)
-    r = run("compile", f)
+    r = run("compile", "-p", MACHINERY, f)
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("HloModule jit_model")
     err = r.stderr
@@ -43,15 +47,15 @@ def test_compile_prints_table_diffs_for_changed_passes_and_module():
     assert "-  %constant.9 = f16[] constant(0)" in err
     assert "+  %max.19 = f16[1,16,32,32]{3,2,1,0} maximum(%add.28, %max.16)" in err
     assert re.search(r"^ok: 14 passes run, 1 changed, 111 -> 97 instructions", err, re.M)
-    r = run("compile", f, "--diff", "all")
+    r = run("compile", "-p", MACHINERY, f, "--diff", "all")
     assert len(diff_headers(r.stderr)) == 14
-    assert len(diff_headers(run("compile", f, "--diff", "none").stderr)) == 0
-    assert diff_headers(run("compile", f, "--diff", "all", "--diff-filter", "post-layout").stderr) == [
+    assert len(diff_headers(run("compile", "-p", MACHINERY, f, "--diff", "none").stderr)) == 0
+    assert diff_headers(run("compile", "-p", MACHINERY, f, "--diff", "all", "--diff-filter", "post-layout").stderr) == [
         ("9", "post-layout_assignment/tuple-simplifier"), ("10", "post-layout_assignment/cse")]
 
 
 def test_diff_on_second_module_shows_dce_removals():
-    r = run("compile", shared_path(*GELU), "--no-table")
+    r = run("compile", "-p", MACHINERY, shared_path(*GELU), "--no-table")
     assert r.exit_code == 0
     heads = diff_headers(r.stderr)
     assert heads and all(p.endswith("/dce") for _, p in heads)
@@ -106,7 +110,7 @@ def test_bad_pipeline_yaml_is_located(tmp_path):
 
 def test_json_report_matches_schema_and_is_the_only_stdout(tmp_path):
     out = tmp_path / "out.hlo"
-    r = run("compile", shared_path(*CNN), "--format", "json", "-o", out)
+    r = run("compile", "-p", MACHINERY, shared_path(*CNN), "--format", "json", "-o", out)
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert validate(doc) == []
@@ -114,7 +118,7 @@ def test_json_report_matches_schema_and_is_the_only_stdout(tmp_path):
     assert doc["remarks"] and doc["remarks"][0]["pass"] == "cse"
     assert doc["autotune"] == [] and doc["output"] == str(out)
     assert out.read_text().startswith("HloModule jit_model")
-    schema = json.loads(run("compile", "--print-json-schema").stdout)
+    schema = json.loads(run("compile", "-p", MACHINERY, "--print-json-schema").stdout)
     assert schema["$id"] == "hlorun.compile/1"
 
 
@@ -170,7 +174,7 @@ XLA_STEP = re.compile(r"^module_(\d{4,})\.([^.]+)\.(\d{4})\.([^.]+)\.after_([^.]
 def test_dump_names_follow_xla_scheme(tmp_path):
     f = shared_path(*CNN)
     d = tmp_path / "dump"
-    r = run("compile", f, "--dump-to", d, "--diff", "none")
+    r = run("compile", "-p", MACHINERY, f, "--dump-to", d, "--diff", "none")
     assert r.exit_code == 0, r.output
     names = sorted(p.name for p in d.iterdir())
     assert names == [
@@ -204,7 +208,7 @@ def test_dump_names_follow_xla_scheme(tmp_path):
     assert any(s.get("dump") == names[2] for s in meta["steps"])
     # --dump-pass-re: every matching pass, changed or not; XLA_FLAGS spelling works too
     d2 = tmp_path / "dump2"
-    r = run("compile", f, "--diff", "none", "--xla-flags", f"--xla_dump_to={d2} --xla_dump_hlo_pass_re=^dce$")
+    r = run("compile", "-p", MACHINERY, f, "--diff", "none", "--xla-flags", f"--xla_dump_to={d2} --xla_dump_hlo_pass_re=^dce$")
     assert r.exit_code == 0
     names2 = sorted(p.name for p in d2.iterdir() if XLA_STEP.match(p.name))
     # as XLA: a step is dumped when the pass before or after it matches
@@ -250,7 +254,7 @@ def test_repro_bundle_for_pass_failure(testkit, tmp_path):
 
 def test_pass_limit_numbering():
     f = shared_path(*CNN)
-    r = run("compile", f, "--pass-limit", "2", "--diff", "none")
+    r = run("compile", "-p", MACHINERY, f, "--pass-limit", "2", "--diff", "none")
     assert r.exit_code == 0 and "stopped at --pass-limit 2" in r.stderr
     assert re.search(r"^ *2  optimization/simplification/cse", r.stderr, re.M)
     assert not re.search(r"^ *3  ", r.stderr, re.M)

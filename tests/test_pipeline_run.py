@@ -4,6 +4,8 @@ violations attributed to the pass that introduced them, failures,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hlorun.fileio import load_module
@@ -57,7 +59,8 @@ class Recorder(Listener):
 
 def test_default_pipeline_on_real_module_events_and_fixed_point():
     rec = Recorder()
-    res = run_pipeline(cnn(), load_pipeline(), RunOptions(listeners=[rec]))
+    machinery = Path(__file__).resolve().parent.parent / "testdata" / "pipelines" / "machinery.yaml"
+    res = run_pipeline(cnn(), load_pipeline(str(machinery)), RunOptions(listeners=[rec]))
     assert res.status == "ok" and res.exit_code == 0
     simp = [e for e in res.events if e.pipeline == "simplification"]
     # cse changes in iteration 1, iteration 2 changes nothing: fixed point
