@@ -40,6 +40,7 @@ class CompileSession:
     dump_pass_re: str | None = None
     repro_dir: str | None = None
     table: bool = True
+    remarks: bool = False
     traceback: bool = False
     target_overrides: dict[str, Any] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
@@ -165,6 +166,10 @@ class CompileSession:
                              f"{e.instructions_before} -> {e.instructions_after}",
                              f"{e.seconds * 1000:.1f} ms"))
             report.pass_table(rows, title=f"pipeline {res.spec.name} on {res.module.name}")
+        if self.remarks:
+            for e, r in res.remarks:
+                where = f" {r.instruction}:" if r.instruction else ""
+                report.info(f"#{e.index} {e.path} [{r.kind}]{where} {r.message}")
         for note in res.notes:
             report.warn(note)
         if res.failure:

@@ -318,3 +318,27 @@ def test_repro_bundle_for_precondition_points_at_the_introducing_pass(testkit, t
     v2 = json.loads(r2.stdout)["violations"][0]
     assert r2.exit_code == 2 and (v2["rule"], v2["instruction"]) == ("no-negate", "negate")
     assert v2["after_pass"] == "early/test-negate-root"
+
+
+def test_remarks_listing():
+    r = run("compile", shared_path(*CNN), "--remarks", "--diff", "none")
+    assert r.exit_code == 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("#2 optimization/simplification/cse [applied]")]
+    assert len(lines) == 14 and "replaced by identical" in r.stderr
+
+
+CORPUS = ["xla__backends__cpu__benchmarks__hlo__sum_axis_1x4096x1024_bf16.hlo",
+          "xla__backends__cpu__benchmarks__hlo__topk_logits_k10_1x50000_bf16.hlo",
+          "xla__backends__cpu__tests__thunk_coverage__cpu.hlo",
+          pytest.param("xla__tools__benchmarks__hlo__hlo_gemma4_2b_bf16.hlo.gz", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_compile_corpus_modules(name):
+    f = shared_path("corpus", "xla", "files", name)
+    r = run("compile", f, "--format", "json", "--check-changed")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert validate(doc) == [] and doc["status"] == "ok"
+    assert not any(p["changed_mismatch"] for p in doc["passes"])
+    assert doc["summary"]["instructions_after"] <= doc["summary"]["instructions_before"]

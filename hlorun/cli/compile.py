@@ -100,13 +100,15 @@ def _print_schema(ctx, param, value):
 @click.option("--repro-dir", default=None, type=click.Path(file_okay=False),
               help="On a violation or pass failure, write a reproducer bundle here.")
 @click.option("--table/--no-table", default=True, help="Show the pass table (text format).")
+@click.option("--remarks", "show_remarks", is_flag=True,
+              help="List the passes' remarks (what each pass did or declined to do, per instruction).")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks of pass failures.")
 @target_options
 @handle_errors
 def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_form, verify_each,
                 check_changed, keep_going, disable_passes, enable_passes_only, xla_disable,
                 xla_enable, xla_disable_all, xla_flags, pass_limit, dump_to, dump_pass_re,
-                xla_dump_to, xla_dump_re, repro_dir, table, traceback, platform, device,
+                xla_dump_to, xla_dump_re, repro_dir, table, show_remarks, traceback, platform, device,
                 compute_capability):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
     per changed pass on stderr; print the optimized module.
@@ -131,7 +133,7 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         diff_filter=diff_filter, diff_form=diff_form, verify_each=verify_each,
         check_changed=check_changed, keep_going=keep_going, disable=disable, enable_only=enable,
         disable_all=disable_all, pass_limit=pass_limit, dump_to=dump_to, dump_pass_re=dump_pass_re,
-        repro_dir=repro_dir, table=table, traceback=traceback,
+        repro_dir=repro_dir, table=table, remarks=show_remarks, traceback=traceback,
         target_overrides={"platform": platform, "device": device,
                           "compute_capability": compute_capability},
         argv=list(sys.argv[1:]) if sys.argv else [])
