@@ -462,10 +462,16 @@ class _Builder(Transformer):
             self.fail(f"expects {n_expected} operands, but has {len(operands)} operands", op_off)
         self.check_opcode_rules(base_opcode, opcode, sugar, shape, operands, attrs, op_off)
         if shape is None:
-            from .ir.shape_inference import infer_shape
-            shape = infer_shape(base_opcode, operands, attrs)
-            if shape is None:
+            from .ir.shape_inference import CAN_INFER, infer_shape
+            inferred = None
+            if base_opcode in CAN_INFER:
+                try:
+                    inferred = infer_shape(base_opcode, operands, attrs)
+                except (ValueError, KeyError, IndexError) as e:
+                    self.fail(f"failed to infer shape for opcode: {opcode}, error: {e}", op_off)
+            if inferred is None:
                 self.fail(f"cannot infer shape for opcode: {opcode}", op_off)
+            shape = inferred
         instr = Instruction(opcode, shape, operands, name=name, attrs=attrs)
         instr.pos = offset
         if opcode == "parameter":

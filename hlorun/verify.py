@@ -11,12 +11,11 @@ to the passes whose precondition they state.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import import_module
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .ir.module import Computation, Instruction, Module
-from .ir.opcode import OPCODES, VARIADIC, split_async_sugar
-from .ir.shape import compatible
 from .source import Diagnostic
 
 
@@ -39,125 +38,46 @@ class Checker:
                           notes=list(notes or []))
 
 
+@dataclass(frozen=True)
 class HloVerifier(Checker):
-    """Structural checks XLA's HloVerifier makes: operand counts, parameter
-    numbering against the entry layout, called-computation signatures, and
-    result shapes against shape inference for the common opcodes."""
+    """XLA's HloVerifier (``hlo_verifier.cc``): operand counts, shape
+    inference for every opcode that has a rule (elementwise incl. compare,
+    select, clamp, convert and bitcast-convert; broadcast, reshape, bitcast,
+    transpose, dot with all dimension numbers and its preferred element type,
+    convolution, reduce (variadic) and reduce-window with their reducer
+    signatures, slice, dynamic-slice, dynamic-update-slice, pad,
+    concatenate, iota, gather, scatter, sort, tuple, get-tuple-element,
+    collectives), call/fusion/while/conditional/async signatures, fusion
+    computations, the entry computation layout against the parameters and
+    root, input/output aliasing, unique names and use-def links.
 
-    name = "hlo-verifier"
+    Options are ``HloVerifierOpts``' (XLA's defaults): ``layout_sensitive``
+    compares layouts where XLA does (and checks bitcast memory spaces),
+    ``allow_mixed_precision`` lets f32/bf16 differ where XLA allows it.
+    Custom-calls get no shape inference (their shapes are the target's
+    contract).  Every finding is a located diagnostic; the checker reports
+    all of them instead of stopping at the first like XLA.
+    """
+
+    name: ClassVar[str] = "hlo-verifier"
+    layout_sensitive: bool = False
+    allow_mixed_precision: bool = False
+    verify_broadcast_dimensions_order: bool = False
+    verify_reshape_is_bitcast: bool = False
+    verify_call_nested_computation_thread_name: bool = False
+    allow_unbounded_dynamism: bool = False
+    check_replica_groups: bool = True
 
     def check(self, module: Module) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         try:
-            self._check(module, out)
+            from .verifier.module import run
+            for instr, comp, message in run(module, self):
+                out.append(self.diag(module, instr, message, comp))
         except Exception as e:  # a checker never raises
             out.append(Diagnostic(rule=self.name, message=f"verifier crashed: {e!r}",
                                   filename=module.filename))
         return out
-
-    def _check(self, module: Module, out: list[Diagnostic]) -> None:
-        from .ir.shape_inference import infer_shape
-        if module.entry is None:
-            out.append(Diagnostic(rule=self.name, message="module has no entry computation",
-                                  filename=module.filename))
-            return
-        for comp in module.computations:
-            if comp.root is None:
-                out.append(self.diag(module, None, f"computation {comp.name} has no root", comp))
-                continue
-            if comp.root.parent is not comp:
-                out.append(self.diag(module, comp.root,
-                                     f"root {comp.root.name} is not in computation {comp.name}", comp))
-            for i, p in enumerate(comp.parameters):
-                if p is None:
-                    out.append(self.diag(module, None,
-                                         f"computation {comp.name} has no parameter {i}", comp))
-            for instr in comp._instructions:
-                self._check_instruction(module, comp, instr, out, infer_shape)
-        ecl = module.entry_computation_layout()
-        if ecl is not None:
-            params, result = ecl
-            entry = module.entry
-            if len(params) != entry.num_parameters:
-                out.append(self.diag(module, None,
-                                     f"entry_computation_layout has {len(params)} parameters, "
-                                     f"entry computation has {entry.num_parameters}", entry))
-            else:
-                for i, (want, p) in enumerate(zip(params, entry.parameters)):
-                    if p is not None and not compatible(want, p.shape):
-                        out.append(self.diag(module, p,
-                                             f"parameter {i} shape {p.shape} does not match "
-                                             f"entry_computation_layout {want}"))
-            if entry.root is not None and not compatible(result, entry.root.shape):
-                out.append(self.diag(module, entry.root,
-                                     f"root shape {entry.root.shape} does not match "
-                                     f"entry_computation_layout result {result}"))
-
-    def _check_instruction(self, module, comp, instr, out, infer_shape) -> None:
-        opcode = instr.opcode
-        base = opcode
-        if opcode not in OPCODES:
-            sugar = split_async_sugar(opcode)
-            if sugar is None:
-                out.append(self.diag(module, instr, f"unknown opcode {opcode}"))
-                return
-            return  # async sugar: wrapped op's shapes are not checked here
-        for op in instr.operands:
-            if op.parent is not comp:
-                out.append(self.diag(module, instr,
-                                     f"operand {op.name} is not in computation {comp.name}"))
-            if instr not in op._users:
-                out.append(self.diag(module, instr, f"use-def broken: {op.name} does not list "
-                                                    f"{instr.name} as a user"))
-        n = OPCODES[base]
-        if n != VARIADIC and len(instr.operands) != n:
-            out.append(self.diag(module, instr,
-                                 f"{opcode} expects {n} operands, has {len(instr.operands)}"))
-            return
-        if base == "get-tuple-element":
-            s = instr.operands[0].shape
-            idx = int(instr.attrs.get("index", -1))
-            if not s.is_tuple or not 0 <= idx < len(s.tuple_shapes):
-                out.append(self.diag(module, instr, f"tuple index {idx} invalid for {s}"))
-            elif not compatible(s.tuple_shapes[idx], instr.shape):
-                out.append(self.diag(module, instr, f"get-tuple-element shape {instr.shape} "
-                                                    f"does not match {s.tuple_shapes[idx]}"))
-            return
-        if base in ("reshape", "bitcast"):
-            a, b = instr.operands[0].shape, instr.shape
-            if base == "reshape" and a.is_array and b.is_array \
-                    and a.element_count != b.element_count:
-                out.append(self.diag(module, instr, f"reshape changes the element count: "
-                                                    f"{a} -> {b}"))
-            if base == "bitcast" and a.is_array and b.is_array and a.byte_size() != b.byte_size():
-                out.append(self.diag(module, instr, f"bitcast changes the byte size: "
-                                                    f"{a} ({a.byte_size()} B) -> {b} ({b.byte_size()} B)"))
-            return
-        if base in ("fusion", "call"):
-            callee = instr.attrs.get("calls") if base == "fusion" else instr.attrs.get("to_apply")
-            if isinstance(callee, Computation):
-                if callee.num_parameters != len(instr.operands):
-                    out.append(self.diag(module, instr,
-                                         f"{base} passes {len(instr.operands)} operands to "
-                                         f"{callee.name}, which has {callee.num_parameters} parameters"))
-                else:
-                    for i, (op, p) in enumerate(zip(instr.operands, callee.parameters)):
-                        if p is not None and not compatible(op.shape, p.shape):
-                            out.append(self.diag(module, instr,
-                                                 f"operand {i} shape {op.shape} does not match "
-                                                 f"{callee.name} parameter {i} shape {p.shape}"))
-                if callee.root is not None and not compatible(callee.root.shape, instr.shape):
-                    out.append(self.diag(module, instr, f"{base} shape {instr.shape} does not match "
-                                                        f"{callee.name} root shape {callee.root.shape}"))
-            return
-        try:
-            inferred = infer_shape(base, instr.operands, instr.attrs)
-        except (ValueError, KeyError, IndexError) as e:
-            out.append(self.diag(module, instr, f"shape inference failed: {e}"))
-            return
-        if inferred is not None and not compatible(inferred, instr.shape):
-            out.append(self.diag(module, instr, f"shape {instr.shape.to_string(False)} does not "
-                                                f"match inferred shape {inferred.to_string(False)}"))
 
 
 #: name -> "module:Class" (alphabetical); imported on use.
@@ -188,8 +108,9 @@ def get_checker(name: str, **options) -> Checker:
     return checker_class(name)(**options)
 
 
-def verify(module: Module) -> list[Diagnostic]:
-    return HloVerifier().check(module)
+def verify(module: Module, **options: Any) -> list[Diagnostic]:
+    """``hlo-verifier``'s findings on ``module`` (options as HloVerifier's)."""
+    return HloVerifier(**options).check(module)
 
 
 __all__ = ["Checker", "CHECKERS", "HloVerifier", "checker_class", "get_checker", "verify"]

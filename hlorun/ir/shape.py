@@ -472,7 +472,7 @@ def intern(shape: Shape) -> Shape:
 
 def compatible(a: Shape, b: Shape) -> bool:
     """``ShapeUtil::Compatible``: same structure, types and dimensions;
-    layouts ignored."""
+    layouts and dynamic-dimension flags (``<=``) ignored."""
     if a is b:
         return True
     if a.tuple_shapes is not None or b.tuple_shapes is not None:
@@ -483,8 +483,7 @@ def compatible(a: Shape, b: Shape) -> bool:
     if a.buffer_of is not None or b.buffer_of is not None:
         return (a.buffer_of is not None and b.buffer_of is not None
                 and compatible(a.buffer_of, b.buffer_of))
-    return (a.element_type == b.element_type and a.dimensions == b.dimensions
-            and a.dynamic == b.dynamic)
+    return a.element_type == b.element_type and a.dimensions == b.dimensions
 
 
 def compatible_ignoring_element_type(a: Shape, b: Shape) -> bool:
@@ -494,7 +493,7 @@ def compatible_ignoring_element_type(a: Shape, b: Shape) -> bool:
         return len(a.tuple_shapes) == len(b.tuple_shapes) and all(
             compatible_ignoring_element_type(x, y)
             for x, y in zip(a.tuple_shapes, b.tuple_shapes))
-    return a.dimensions == b.dimensions and a.dynamic == b.dynamic
+    return a.dimensions == b.dimensions
 
 
 def equal_ignoring_element_type(a: Shape, b: Shape) -> bool:

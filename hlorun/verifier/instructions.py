@@ -1,0 +1,195 @@
+"""The per-instruction structural half of XLA's HloVerifier
+(``InstructionVerifier``): no implicit broadcasts in elementwise ops,
+comparison types, broadcast/transpose dimensions, called-computation arity
+for while/conditional, fusion computations, reshape-is-bitcast (optional),
+custom-call contracts.
+
+:func:`check_instruction` returns messages for one instruction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.module import Computation, Instruction
+from ..ir.opcode import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
+from ..ir.shape import reshape_is_bitcast
+from ..ir.shape_inference.common import compatible_ignoring_element_type, human, is_float, kind
+
+#: Unary elementwise opcodes that accept ``result_accuracy``.
+_RESULT_ACCURACY_OK = frozenset({
+    "acos", "acosh", "asin", "asinh", "atanh", "exponential-minus-one", "log", "log-plus-one",
+    "logistic", "sqrt", "cbrt", "rsqrt", "tanh", "erf", "sine", "sinh", "cosine", "cosh",
+    "tan", "exponential"})
+
+#: HloVerifier visits these through HandleElementwiseUnary/Binary
+#: (convert, bitcast-convert, copy and reduce-precision have own handlers).
+_UNARY = ELEMENTWISE_UNARY - {"convert", "bitcast-convert", "copy", "reduce-precision"}
+_BINARY = ELEMENTWISE_BINARY - {"stochastic-convert"}
+
+
+def _default_comparison_type(t: str) -> str:
+    k = kind(t)
+    if k in ("f", "c"):
+        return "FLOAT"
+    return "SIGNED" if k == "s" else "UNSIGNED"
+
+
+def _elementwise(instr: Instruction) -> list[str]:
+    """``CheckElementwiseInstruction``: operands shaped like the result."""
+    out = []
+    for o in instr.operands:
+        if not compatible_ignoring_element_type(o.shape, instr.shape):
+            out.append(f"Implicit broadcast is not allowed in HLO. Found different shapes for "
+                       f"instruction {instr.opcode}. output: {human(instr.shape)} operand: "
+                       f"{human(o.shape)}")
+            return out
+    if instr.opcode == "compare" and len(instr.operands) == 2:
+        t = instr.operands[1].shape.element_type
+        given = instr.attrs.get("type")
+        if given is not None and instr.operands[1].shape.is_array:
+            if is_float(t):
+                if given not in ("FLOAT", "TOTALORDER"):
+                    out.append(f"Expected comparison type FLOAT or TOTALORDER. actual: {given} "
+                               f"operand: {human(instr.operands[1].shape)}")
+            elif given != _default_comparison_type(t):
+                out.append(f"Expected comparison type {_default_comparison_type(t)}. actual: "
+                           f"{given} operand: {human(instr.operands[1].shape)}")
+    return out
+
+
+def _fusion(instr: Instruction, callers: dict[Computation, list[Instruction]]) -> list[str]:
+    """``CheckFusionInstruction``: the fused computation belongs to this
+    fusion alone, its root has no users, every other instruction is used,
+    parameters are numbered 0..n-1 and match the operands."""
+    comp = instr.fused_computation
+    if comp is None:
+        return ["Fusion has a non-unary number of called computations"]
+    out = []
+    others = [c for c in callers.get(comp, ()) if c is not instr]
+    if others:
+        out.append(f"Fused computation {comp.name} is also called by {others[0].name}")
+    root = comp.root
+    if root is None or root.parent is not comp:
+        return out + [f"Root not found in computation of {instr.name}."]
+    if root.user_count:
+        out.append(f"Root of {instr.name} may not have users.")
+    for i in comp._instructions:
+        if i is root:
+            continue
+        if not i.user_count and not _has_side_effect(i):
+            out.append(f"Non-root instruction {i.name} in {instr.name} must have users.")
+            break
+    if any(p is None for p in comp.parameters):
+        missing = next(n for n, p in enumerate(comp.parameters) if p is None)
+        out.append(f"Did not see parameter number {missing} in {instr.name}.")
+    return out
+
+
+def _has_side_effect(i: Instruction) -> bool:
+    """``HasSideEffectNoRecurse``."""
+    op = i.opcode
+    if op in ("send", "send-done", "recv", "recv-done", "rng", "rng-get-and-update-state",
+              "infeed", "outfeed", "all-reduce-start", "all-reduce-done", "all-gather-start",
+              "all-gather-done", "collective-permute-start", "collective-permute-done",
+              "after-all", "add-dependency"):
+        return True
+    if op == "custom-call":
+        return i.attrs.get("custom_call_has_side_effect") == "true"
+    if op in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
+        return i.attrs.get("constrain_layout") == "true"
+    return False
+
+
+def check_instruction(instr: Instruction, opts: Any, ctx: Any) -> list[str]:
+    """Messages for the InstructionVerifier rules ``instr`` breaks; ``ctx``
+    knows each computation's callers (:class:`hlorun.verifier.module.Context`)."""
+    op = instr.opcode
+    try:
+        if op in _UNARY or op in _BINARY:
+            out = []
+            if "result_accuracy" in instr.attrs and op not in _RESULT_ACCURACY_OK:
+                out.append(f"Unary op with result accuracy is not supported for {op}")
+            return out + _elementwise(instr)
+        if op == "broadcast":
+            dims = instr.int_list("dimensions")
+            rank = instr.operands[0].shape.rank
+            if len(dims) != rank:
+                return [f"Broadcast HLO has invalid number of dimensions: {len(dims)} != {rank}"]
+            if opts.verify_broadcast_dimensions_order and list(dims) != sorted(dims):
+                return [f"Broadcast dimensions should be ordered, got: {list(dims)}"]
+        elif op == "transpose":
+            dims = instr.int_list("dimensions")
+            s, o = instr.shape, instr.operands[0].shape
+            if not (s.rank == len(dims) == o.rank
+                    and sorted(dims) == list(range(o.rank))
+                    and list(s.dimensions) == [o.dimensions[d] for d in dims]):
+                return [f"transpose {human(o)} -> {human(s)} does not permute the dimensions "
+                        f"by {list(dims)}"]
+        elif op == "get-tuple-element":
+            if not instr.operands[0].shape.is_tuple:
+                return [f"get-tuple-element operand {instr.operands[0].name} is not a tuple: "
+                        f"{human(instr.operands[0].shape)}"]
+        elif op == "while":
+            return _while(instr)
+        elif op == "conditional":
+            return _conditional(instr)
+        elif op == "fusion":
+            return _fusion(instr, ctx.callers)
+        elif op == "call":
+            if instr.attrs.get("output_to_operand_aliasing"):
+                return [f"Call instruction {instr.name} may not have an output-to-operand "
+                        "aliasing set."]
+        elif op == "reshape":
+            if (opts.verify_reshape_is_bitcast and instr.parent not in ctx.fusion_computations
+                    and not reshape_is_bitcast(instr.operands[0].shape, instr.shape)):
+                return [f"Reshape should be a physical bitcast, got: {instr.operands[0].shape} "
+                        f"-> {instr.shape}"]
+        elif op == "custom-call":
+            return _custom_call(instr)
+        elif op == "scatter":
+            rank = instr.operands[0].shape.rank
+            for d in instr.int_list("scatter_dims_to_operand_dims"):
+                if d > rank:
+                    return ["The provided scatter_dims_to_operand_dim was out of range. "
+                            f"(operand_dim: {d}, rank: {rank})"]
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
+        return [f"malformed {op}: {type(e).__name__}: {e}"]
+    return []
+
+
+def _while(instr: Instruction) -> list[str]:
+    out = []
+    for key, what in (("condition", "While condition"), ("body", "While body")):
+        comp = instr.attrs.get(key)
+        if isinstance(comp, Computation) and comp.num_parameters != 1:
+            out.append(f"{what} must have exactly 1 parameter; had {comp.num_parameters}")
+    if len(instr.operands) != 1:
+        out.append(f"While loop must have exactly one operand; had {len(instr.operands)}")
+    return out
+
+
+def _conditional(instr: Instruction) -> list[str]:
+    branches = instr.attrs.get("branch_computations")
+    if branches is None:
+        branches = [instr.attrs.get("true_computation"), instr.attrs.get("false_computation")]
+    out = []
+    for comp in branches:
+        if isinstance(comp, Computation) and comp.num_parameters != 1:
+            out.append(f"Branch computation {comp.name} of {instr.name} must have 1 parameter "
+                       f"instead of {comp.num_parameters}")
+    return out
+
+
+def _custom_call(instr: Instruction) -> list[str]:
+    if instr.custom_call_target == "GetRngSeed":
+        if instr.operands:
+            return [f"GetRngSeed custom call must have 0 operands, but has "
+                    f"{len(instr.operands)}"]
+        if instr.shape.element_type != "u64" or not instr.shape.is_scalar:
+            return [f"GetRngSeed custom call must return a U64 scalar, but got "
+                    f"{human(instr.shape)}"]
+    return []
+
+
+__all__ = ["check_instruction"]

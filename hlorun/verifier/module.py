@@ -1,0 +1,322 @@
+"""The module-level half of XLA's HloVerifier and the driver that runs all
+rules: structure (operands in the same computation, use-def links, unique
+names), asynchronous pairs, send/recv channels, async and fusion
+computations, the entry computation layout, input/output aliasing and
+buffer donors.
+
+:func:`run` yields ``(instruction or None, computation or None, message)``
+for every finding; it never raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterator
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.opcode import OPCODES, VARIADIC, split_async_sugar
+from ..ir.shape import UNBOUNDED_SIZE, Shape
+from ..ir.shape_inference.common import compatible, human
+from .instructions import check_instruction
+from .shapes import check_shape
+
+Finding = tuple["Instruction | None", "Computation | None", str]
+
+
+@dataclass
+class Context:
+    """Facts about the module that several rules need."""
+
+    callers: dict[Computation, list[Instruction]] = field(default_factory=dict)
+    fusion_computations: set[Computation] = field(default_factory=set)
+    async_computations: set[Computation] = field(default_factory=set)
+
+
+def _context(module: Module) -> Context:
+    ctx = Context()
+    for comp in module.computations:
+        for instr in comp._instructions:
+            if not instr.attrs:
+                continue
+            for callee in instr.called_computations():
+                ctx.callers.setdefault(callee, []).append(instr)
+                if instr.opcode == "fusion":
+                    ctx.fusion_computations.add(callee)
+                elif instr.opcode in ("async-start", "async-update", "async-done"):
+                    ctx.async_computations.add(callee)
+    return ctx
+
+
+def run(module: Module, opts: Any) -> Iterator[Finding]:
+    """Every finding of the HloVerifier rules on ``module``."""
+    entry = module.entry
+    if entry is None:
+        yield None, None, "module has no entry computation"
+        return
+    ctx = _context(module)
+    if entry in ctx.fusion_computations:
+        yield None, entry, "Module entry computation cannot be a fusion computation"
+    for comp in module.computations:
+        yield from _computation(comp, ctx)
+        names: set[str] = set()
+        for instr in comp._instructions:
+            # XLA's parser scopes names per computation and uniquifies them
+            # module-wide when it builds the module; text keeps them as
+            # written, so uniqueness is checked per computation.
+            if instr.name in names:
+                yield instr, comp, (f"HLO has name that is not unique within computation "
+                                    f"{comp.name}: {instr.name}")
+            names.add(instr.name)
+            yield from _instruction(instr, comp, opts, ctx)
+    yield from _entry_layout(module, opts)
+    yield from _aliasing(module, opts)
+    yield from _layout_constrained_all_reduce(module)
+
+
+def _computation(comp: Computation, ctx: Context) -> Iterator[Finding]:
+    if comp.root is None:
+        yield None, comp, f"computation {comp.name} has no root"
+    elif comp.root.parent is not comp:
+        yield comp.root, comp, f"root {comp.root.name} is not in computation {comp.name}"
+    for i, p in enumerate(comp.parameters):
+        if p is None:
+            yield None, comp, f"computation {comp.name} has no parameter {i}"
+        elif p.parent is not comp or p.parameter_number != i:
+            yield p, comp, f"parameter {p.name} is not parameter {i} of {comp.name}"
+    if comp in ctx.async_computations and comp.execution_thread in (None, "main"):
+        if not _async_computation_ok(comp):
+            yield None, comp, (f"Asynchronous computation {comp.name} expected to contain only "
+                               "the root and parameter instructions.")
+
+
+def _async_computation_ok(comp: Computation) -> bool:
+    """Only the root and parameters, or a group of send/recv, or a barrier
+    made of get-tuple-elements."""
+    rest = [i for i in comp._instructions if i is not comp.root and i.opcode != "parameter"]
+    if not rest:
+        return True
+    if all(i.opcode in ("send", "recv", "tuple", "get-tuple-element") for i in rest):
+        return True
+    return all(i.opcode == "get-tuple-element" for i in rest)
+
+
+def _instruction(instr: Instruction, comp: Computation, opts: Any,
+                 ctx: Context) -> Iterator[Finding]:
+    op = instr.opcode
+    for i, o in enumerate(instr.operands):
+        if o.parent is not comp:
+            yield instr, comp, (f"Operand {i} ({o.name}) of instruction {instr.name} is in a "
+                                f"different computation: "
+                                f"{o.parent.name if o.parent else '(null)'} vs {comp.name}")
+            return
+        if instr not in o._users:
+            yield instr, comp, f"use-def broken: {o.name} does not list {instr.name} as a user"
+    for p in instr.control_predecessors:
+        if p.parent is not comp:
+            yield instr, comp, (f"control predecessor {p.name} of {instr.name} is in another "
+                                "computation")
+    base = op
+    if op not in OPCODES:
+        sugar = split_async_sugar(op)
+        if sugar is None:
+            yield instr, comp, f"unknown opcode {op}"
+        else:
+            yield from _async_pairs(instr, comp)
+        return
+    arity = OPCODES[base]
+    if arity != VARIADIC and len(instr.operands) != arity:
+        yield instr, comp, (f"Expected {arity} operands for {op} instruction, has "
+                            f"{len(instr.operands)}")
+        return
+    if not opts.allow_unbounded_dynamism and _unbounded(instr.shape):
+        yield instr, comp, f"Unbounded dynamism is disabled for instruction: {instr.name}"
+    if op in ("async-start", "async-update", "async-done"):
+        for m in _async_op(instr, opts):
+            yield instr, comp, m
+    else:
+        for m in check_shape(instr, opts):
+            yield instr, comp, m
+    for m in check_instruction(instr, opts, ctx):
+        yield instr, comp, m
+    yield from _async_pairs(instr, comp)
+    yield from _thread_names(instr, comp, opts)
+
+
+def _unbounded(s: Shape) -> bool:
+    if s.tuple_shapes is not None:
+        return any(_unbounded(t) for t in s.tuple_shapes)
+    return s.dynamic is not None and UNBOUNDED_SIZE in s.dimensions
+
+
+_PAIRS = {"all-reduce-start": ("all-reduce-done",), "all-gather-start": ("all-gather-done",),
+          "copy-start": ("copy-done",), "collective-permute-start": ("collective-permute-done",)}
+_DONE = {"all-reduce-done": ("all-reduce-start",), "all-gather-done": ("all-gather-start",),
+         "copy-done": ("copy-start",), "collective-permute-done": ("collective-permute-start",)}
+
+
+@lru_cache(maxsize=None)
+def _is_async(op: str, kinds: tuple[str, ...]) -> bool:
+    """Is ``op`` an async-start/update/done (generic or sugar, e.g.
+    ``custom-call-start``) of one of ``kinds`` ('-start', ...)?"""
+    if op in tuple("async" + k for k in kinds):
+        return True
+    sugar = split_async_sugar(op)
+    return sugar is not None and sugar[1] in kinds
+
+
+def _async_pairs(instr: Instruction, comp: Computation) -> Iterator[Finding]:
+    """``VerifyAsynchronousInstructionPairs``."""
+    op = instr.opcode
+    for i, o in enumerate(instr.operands):
+        if _is_async(o.opcode, ("-start", "-update")) and (
+                i != 0 or not _is_async(op, ("-update", "-done"))):
+            yield instr, comp, (f"Async instruction {o.name} used as operand {i} of "
+                                f"{instr.name}. Async instructions can only be used as the first "
+                                "operand of async-update or async-done.")
+    users = [u for u in instr._users
+             if not (u.opcode == "custom-call" and u.custom_call_target == "control_dep")]
+    want: tuple[str, ...] | None = None
+    if _is_async(op, ("-start", "-update")):
+        if len(users) != 1 or not _is_async(users[0].opcode, ("-update", "-done")):
+            yield instr, comp, (f"The {op} instruction requires one consumer (an async-update "
+                                f"or async-done), found {len(users)}: "
+                                + ", ".join(u.opcode for u in users))
+    elif op in _PAIRS:
+        want = _PAIRS[op]
+        if len(users) != 1 or users[0].opcode not in want:
+            yield instr, comp, (f"The {op} instruction requires one consumer ({want[0]}), found "
+                                f"{len(users)}: " + ", ".join(u.opcode for u in users))
+    if _is_async(op, ("-update", "-done")) or op in _DONE:
+        allowed = _DONE.get(op)
+        ok = len(instr.operands) == 1 if op in _DONE or _is_async(op, ("-done",)) else bool(
+            instr.operands)
+        first = instr.operands[0] if instr.operands else None
+        if first is None or not ok or (allowed is not None and first.opcode not in allowed) or (
+                allowed is None and not _is_async(first.opcode, ("-start", "-update"))):
+            yield instr, comp, (f"The operand of a {op} instruction needs to be "
+                                + (" or ".join(allowed) if allowed else "async-start or "
+                                   "async-update") + (f", found {first.opcode}" if first
+                                                      else ", found none"))
+
+
+def _async_op(instr: Instruction, opts: Any) -> list[str]:
+    """``CheckAsyncOp`` for the generic async-start/update/done form."""
+    from .async_ops import check_async_op
+    return check_async_op(instr, opts)
+
+
+def _thread_names(instr: Instruction, comp: Computation, opts: Any) -> Iterator[Finding]:
+    """``CheckCallableInstructionThreadName`` for fusion, while and
+    conditional (and every caller with the thread-name option)."""
+    op = instr.opcode
+    if op not in ("fusion", "while", "conditional") and not (
+            opts.verify_call_nested_computation_thread_name and instr.attrs):
+        return
+    mine = comp.execution_thread or "main"
+    for callee in instr.called_computations():
+        theirs = callee.execution_thread or "main"
+        if theirs != mine and op not in ("async-start", "async-update", "async-done"):
+            yield instr, comp, (f"Callable instruction {instr.name} expects parent computation "
+                                f"thread name same as called computation's thread name "
+                                f"({mine} vs {theirs}).")
+
+
+def _entry_layout(module: Module, opts: Any) -> Iterator[Finding]:
+    """``VerifyEntryComputationLayout``."""
+    layout = module.entry_computation_layout()
+    entry = module.entry
+    if layout is None or entry.root is None:
+        return
+    params, result = layout
+    if not _layout_compatible(entry.root.shape, result, opts):
+        yield entry.root, entry, (
+            f"Shape of the root instruction of entry computation ({human(entry.root.shape)}) "
+            f"should be compatible to one specified in module's entry computation layout "
+            f"({human(result)})")
+    if len(params) != entry.num_parameters:
+        yield None, entry, (f"Number of parameters in entry computation layout ({len(params)}) "
+                            f"must be same as number of parameters of entry computation "
+                            f"({entry.num_parameters})")
+        return
+    for i, (want, p) in enumerate(zip(params, entry.parameters)):
+        if p is not None and not _layout_compatible(p.shape, want, opts):
+            yield p, entry, (f"Shape of the entry computation parameter {i} is "
+                             f"{human(p.shape)} should be compatible to the one specified in "
+                             f"module's entry computation layout {human(want)}")
+
+
+def _layout_compatible(a: Shape, b: Shape, opts: Any) -> bool:
+    """Equal ignoring tiles, tail padding and memory space when
+    layout-sensitive; compatible otherwise."""
+    if not compatible(a, b):
+        return False
+    if not opts.layout_sensitive:
+        return True
+    for (_, x), (_, y) in zip(a.leaves(), b.leaves()):
+        if x.layout is not None and y.layout is not None and x.is_array and (
+                x.layout.minor_to_major != y.layout.minor_to_major
+                or x.layout.element_size_in_bits != y.layout.element_size_in_bits):
+            return False
+    return True
+
+
+def _aliasing(module: Module, opts: Any) -> Iterator[Finding]:
+    """``HloInputOutputAliasConfig::Verify`` and ``HloBufferDonorConfig::Verify``."""
+    entry = module.entry
+    layout = module.entry_computation_layout()
+    if layout is None:
+        params = [p.shape if p is not None else Shape.tuple(()) for p in entry.parameters]
+        result = entry.root.shape if entry.root is not None else Shape.tuple(())
+    else:
+        params, result = layout
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for out_index, pnum, pindex, _kind in module.input_output_alias:
+        where = f"input_output_alias {{{','.join(map(str, out_index))}}}: ({pnum}, ...)"
+        if not 0 <= pnum < min(entry.num_parameters, len(params)):
+            yield None, entry, f"{where}: parameter {pnum} does not exist"
+            continue
+        try:
+            ps = params[pnum].subshape(pindex)
+            rs = result.subshape(out_index)
+        except IndexError as e:
+            yield None, entry, f"{where}: {e}"
+            continue
+        if not ps.is_array or not rs.is_array:
+            yield None, entry, f"{where}: aliased buffers must be arrays"
+            continue
+        if opts.layout_sensitive and ps.byte_size() != rs.byte_size():
+            yield None, entry, (f"Expected aliased input {pnum} at index {list(pindex)} and "
+                                f"output at index {list(out_index)} to have the same size. "
+                                f"Input sub-shape is {ps} with size {ps.byte_size()}, output "
+                                f"sub-shape is {rs} with size {rs.byte_size()}")
+        if (pnum, tuple(pindex)) in seen:
+            yield None, entry, f"{where}: parameter {pnum} {list(pindex)} is aliased twice"
+        seen.add((pnum, tuple(pindex)))
+    for pnum, pindex in module.buffer_donor:
+        if not 0 <= pnum < min(entry.num_parameters, len(params)):
+            yield None, entry, f"buffer_donor: parameter {pnum} does not exist"
+            continue
+        try:
+            ps = params[pnum].subshape(pindex)
+        except IndexError as e:
+            yield None, entry, f"buffer_donor: {e}"
+            continue
+        if not ps.is_array:
+            yield None, entry, f"buffer_donor: parameter {pnum} {list(pindex)} is not an array"
+        if (pnum, tuple(pindex)) in seen:
+            yield None, entry, (f"Input {pnum} at index {list(pindex)} is registered as a buffer "
+                                "donor. However, it is also in the input output alias config.")
+
+
+def _layout_constrained_all_reduce(module: Module) -> Iterator[Finding]:
+    first: bool | None = None
+    for instr in module.instructions():
+        if instr.opcode in ("all-reduce", "all-reduce-start"):
+            c = instr.attrs.get("constrain_layout") == "true"
+            if first is None:
+                first = c
+            elif c != first:
+                yield instr, instr.parent, ("HloModule has a mix of layout constrained and "
+                                            "unconstrained AllReduce instructions.")
+                return
