@@ -41,6 +41,27 @@ MAX_NESTING = 64  # XLA's default max_recursion_depth is 256 for deep texts;
 _ASYNC_OPS = ("async-start", "async-update", "async-done")
 
 
+#: Opcodes whose shape XLA's parser computes from the operands, ignoring
+#: the shape written in the text (HloInstruction::CreateSend & co).
+_OWN_SHAPE = frozenset({"send", "send-done", "recv-done", "replica-id", "partition-id",
+                        "after-all", "add-dependency"})
+
+
+def _own_shape(opcode: str, operands: list, declared: Shape) -> Shape:
+    if opcode == "send" and operands:
+        return Shape.tuple([operands[0].shape, Shape.array("u32", []), Shape.token()])
+    if opcode in ("send-done", "after-all"):
+        return Shape.token()
+    if opcode == "recv-done" and operands and operands[0].shape.is_tuple \
+            and operands[0].shape.tuple_shapes:
+        return Shape.tuple([operands[0].shape.tuple_shapes[0], Shape.token()])
+    if opcode in ("replica-id", "partition-id"):
+        return Shape.array("u32", [])
+    if opcode == "add-dependency" and operands:
+        return operands[0].shape
+    return declared
+
+
 def grammar_path() -> Path:
     """Locate hlo.lark in a checkout (../grammars) or an installed wheel."""
     here = Path(__file__).resolve().parent
@@ -472,6 +493,8 @@ class _Builder(Transformer):
             if inferred is None:
                 self.fail(f"cannot infer shape for opcode: {opcode}", op_off)
             shape = inferred
+        if base_opcode in _OWN_SHAPE and sugar is None:
+            shape = _own_shape(base_opcode, operands, shape)
         instr = Instruction(opcode, shape, operands, name=name, attrs=attrs)
         instr.pos = offset
         if opcode == "parameter":

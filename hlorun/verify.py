@@ -53,7 +53,10 @@ class HloVerifier(Checker):
 
     Options are ``HloVerifierOpts``' (XLA's defaults): ``layout_sensitive``
     compares layouts where XLA does (and checks bitcast memory spaces),
-    ``allow_mixed_precision`` lets f32/bf16 differ where XLA allows it.
+    ``allow_mixed_precision`` lets f32/bf16 differ where XLA allows it,
+    ``verify_layout_changes`` applies LayoutAssignment's
+    ``InstructionCanChangeLayout`` (what XLA:GPU passes after layout
+    assignment: elementwise ops etc. keep their operands' layouts).
     Custom-calls get no shape inference (their shapes are the target's
     contract).  Every finding is a located diagnostic; the checker reports
     all of them instead of stopping at the first like XLA.
@@ -67,6 +70,7 @@ class HloVerifier(Checker):
     verify_call_nested_computation_thread_name: bool = False
     allow_unbounded_dynamism: bool = False
     check_replica_groups: bool = True
+    verify_layout_changes: bool = False
 
     def check(self, module: Module) -> list[Diagnostic]:
         out: list[Diagnostic] = []

@@ -609,7 +609,7 @@ def parse_output_to_operand_aliasing(text: str) -> tuple:
             raise ValueError("expects '(' after ':'")
         fields = split_top_level(rest[1:-1])
         operand = fields[0].strip()
-        if not re.fullmatch(r"\d+", operand):
+        if not re.fullmatch(r"-?\d+", operand):  # XLA's lexer takes negative ints
             raise ValueError("expects integer")
         out.append((_shape_index(out_idx_text), int(operand),
                     _shape_index(fields[1]) if len(fields) > 1 else ()))

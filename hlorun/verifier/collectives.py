@@ -17,7 +17,7 @@ from ..ir.shape_inference import (infer_all_gather, infer_all_reduce, infer_all_
                                   infer_all_to_all_tuple, infer_collective_permute,
                                   infer_collective_permute_start, infer_reduce_scatter)
 from ..ir.shape_inference.common import human
-from .base import VerifyError
+from .base import VerifyError, equal_with_layout
 
 CROSS_REPLICA = "cross_replica"
 CROSS_PARTITION = "cross_partition"
@@ -227,6 +227,12 @@ def _all_to_all(instr: Instruction, opts: Any) -> Shape:
     if count is not None and len(instr.operands) != count:
         raise VerifyError(f"all-to-all has {len(instr.operands)} operands, its groups have "
                           f"{count} members")
+    first = instr.operands[0].shape if instr.operands else None
+    for i, o in enumerate(instr.operands):
+        if not equal_with_layout(first, o.shape, ignore_memory_space=True):
+            raise VerifyError(f"HLO all-to-all has operands with different shapes: the 0th "
+                              f"operand shape {first}, but the {i}th operand has shape "
+                              f"{o.shape}.")
     return infer_all_to_all_tuple([o.shape for o in instr.operands])
 
 
@@ -279,7 +285,52 @@ def _permute_pairs(instr: Instruction) -> None:
             seen[x] = seen.get(x, 0) + 1
 
 
+def _buffer_offset(buffer: Shape, offset: Shape) -> None:
+    """``CheckBufferOffset``: a tuple of index arrays (or of index tuples),
+    one index per buffer dimension."""
+    if not offset.is_tuple:
+        raise VerifyError("Buffer offset is not tuple.")
+    parts = offset.tuple_shapes
+    arrays = all(p.is_array for p in parts)
+    tuples = all(p.is_tuple for p in parts)
+    if not arrays and not tuples:
+        raise VerifyError("Buffer offset should either be a tuple of arrays or  a tuple of "
+                          "tuples.")
+    if tuples:
+        if any(len(p.tuple_shapes) != buffer.rank for p in parts):
+            raise VerifyError("Buffer offset index should have the same number of elements as "
+                              "the buffer's rank.")
+    elif len(parts) != buffer.rank:
+        raise VerifyError("Buffer offset index should have the same number of elements as the "
+                          "buffer's rank.")
+
+
+def _inplace_permute(instr: Instruction) -> None:
+    """``CheckInplaceCollectivePermute``."""
+    if len(instr.operands) != 4:
+        raise VerifyError(f"Unexpected number of operands: {len(instr.operands)}.")
+    ib, ob, io, oo = (o.shape for o in instr.operands)
+    if ib.is_array and ob.is_array:
+        _buffer_offset(ib, io)
+        _buffer_offset(ob, oo)
+    elif ib.is_tuple and ob.is_tuple:
+        if len(ib.tuple_shapes) != len(ob.tuple_shapes):
+            raise VerifyError("Unmatching input buffers and output buffers.")
+        if not io.is_tuple or len(io.tuple_shapes) != len(ib.tuple_shapes):
+            raise VerifyError("Unmatching input buffers and input offset.")
+        for b, o in zip(ib.tuple_shapes, io.tuple_shapes):
+            _buffer_offset(b, o)
+        if not oo.is_tuple or len(oo.tuple_shapes) != len(ob.tuple_shapes):
+            raise VerifyError("Unmatching output buffers and output offset.")
+        for b, o in zip(ob.tuple_shapes, oo.tuple_shapes):
+            _buffer_offset(b, o)
+    else:
+        raise VerifyError("Unmatching input buffers and output buffers.")
+
+
 def _collective_permute(instr: Instruction, opts: Any) -> Shape:
+    if "slice_sizes" in instr.attrs:
+        _inplace_permute(instr)
     _permute_pairs(instr)
     inplace = "slice_sizes" in instr.attrs
     shapes = [o.shape for o in instr.operands]

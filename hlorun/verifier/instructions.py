@@ -9,12 +9,14 @@ custom-call contracts.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..ir.module import Computation, Instruction
 from ..ir.opcode import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
 from ..ir.shape import reshape_is_bitcast
 from ..ir.shape_inference.common import compatible_ignoring_element_type, human, is_float, kind
+from .base import layouts_equal
 
 #: Unary elementwise opcodes that accept ``result_accuracy``.
 _RESULT_ACCURACY_OK = frozenset({
@@ -106,55 +108,162 @@ def check_instruction(instr: Instruction, opts: Any, ctx: Any) -> list[str]:
     knows each computation's callers (:class:`hlorun.verifier.module.Context`)."""
     op = instr.opcode
     try:
-        if op in _UNARY or op in _BINARY:
-            out = []
-            if "result_accuracy" in instr.attrs and op not in _RESULT_ACCURACY_OK:
-                out.append(f"Unary op with result accuracy is not supported for {op}")
-            return out + _elementwise(instr)
-        if op == "broadcast":
-            dims = instr.int_list("dimensions")
-            rank = instr.operands[0].shape.rank
-            if len(dims) != rank:
-                return [f"Broadcast HLO has invalid number of dimensions: {len(dims)} != {rank}"]
-            if opts.verify_broadcast_dimensions_order and list(dims) != sorted(dims):
-                return [f"Broadcast dimensions should be ordered, got: {list(dims)}"]
-        elif op == "transpose":
-            dims = instr.int_list("dimensions")
-            s, o = instr.shape, instr.operands[0].shape
-            if not (s.rank == len(dims) == o.rank
-                    and sorted(dims) == list(range(o.rank))
-                    and list(s.dimensions) == [o.dimensions[d] for d in dims]):
-                return [f"transpose {human(o)} -> {human(s)} does not permute the dimensions "
-                        f"by {list(dims)}"]
-        elif op == "get-tuple-element":
-            if not instr.operands[0].shape.is_tuple:
-                return [f"get-tuple-element operand {instr.operands[0].name} is not a tuple: "
-                        f"{human(instr.operands[0].shape)}"]
-        elif op == "while":
-            return _while(instr)
-        elif op == "conditional":
-            return _conditional(instr)
-        elif op == "fusion":
-            return _fusion(instr, ctx.callers)
-        elif op == "call":
-            if instr.attrs.get("output_to_operand_aliasing"):
-                return [f"Call instruction {instr.name} may not have an output-to-operand "
-                        "aliasing set."]
-        elif op == "reshape":
-            if (opts.verify_reshape_is_bitcast and instr.parent not in ctx.fusion_computations
-                    and not reshape_is_bitcast(instr.operands[0].shape, instr.shape)):
-                return [f"Reshape should be a physical bitcast, got: {instr.operands[0].shape} "
-                        f"-> {instr.shape}"]
-        elif op == "custom-call":
-            return _custom_call(instr)
-        elif op == "scatter":
-            rank = instr.operands[0].shape.rank
-            for d in instr.int_list("scatter_dims_to_operand_dims"):
-                if d > rank:
-                    return ["The provided scatter_dims_to_operand_dim was out of range. "
-                            f"(operand_dim: {d}, rank: {rank})"]
+        extra = _sharding_rank(instr)
+        if opts.verify_layout_changes and opts.layout_sensitive:
+            extra += _layout_change(instr)
+        return extra + _instruction_rules(instr, opts, ctx)
     except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
         return [f"malformed {op}: {type(e).__name__}: {e}"]
+
+
+def _instruction_rules(instr: Instruction, opts: Any, ctx: Any) -> list[str]:
+    op = instr.opcode
+    if op in _UNARY or op in _BINARY:
+        out = []
+        if "result_accuracy" in instr.attrs and op not in _RESULT_ACCURACY_OK:
+            out.append(f"Unary op with result accuracy is not supported for {op}")
+        return out + _elementwise(instr)
+    if op == "broadcast":
+        dims = instr.int_list("dimensions")
+        rank = instr.operands[0].shape.rank
+        if len(dims) != rank:
+            return [f"Broadcast HLO has invalid number of dimensions: {len(dims)} != {rank}"]
+        if opts.verify_broadcast_dimensions_order and list(dims) != sorted(dims):
+            return [f"Broadcast dimensions should be ordered, got: {list(dims)}"]
+    elif op == "transpose":
+        dims = instr.int_list("dimensions")
+        s, o = instr.shape, instr.operands[0].shape
+        if not (s.rank == len(dims) == o.rank
+                and sorted(dims) == list(range(o.rank))
+                and list(s.dimensions) == [o.dimensions[d] for d in dims]):
+            return [f"transpose {human(o)} -> {human(s)} does not permute the dimensions "
+                    f"by {list(dims)}"]
+    elif op == "get-tuple-element":
+        if not instr.operands[0].shape.is_tuple:
+            return [f"get-tuple-element operand {instr.operands[0].name} is not a tuple: "
+                    f"{human(instr.operands[0].shape)}"]
+    elif op == "while":
+        return _while(instr)
+    elif op == "conditional":
+        return _conditional(instr)
+    elif op == "fusion":
+        return _fusion(instr, ctx.callers)
+    elif op == "call":
+        if instr.attrs.get("output_to_operand_aliasing"):
+            return [f"Call instruction {instr.name} may not have an output-to-operand "
+                    "aliasing set."]
+    elif op == "reshape":
+        if (opts.verify_reshape_is_bitcast and instr.parent not in ctx.fusion_computations
+                and not reshape_is_bitcast(instr.operands[0].shape, instr.shape)):
+            return [f"Reshape should be a physical bitcast, got: {instr.operands[0].shape} "
+                    f"-> {instr.shape}"]
+    elif op == "custom-call":
+        return _custom_call(instr)
+    elif op == "scatter":
+        rank = instr.operands[0].shape.rank
+        for d in instr.int_list("scatter_dims_to_operand_dims"):
+            if d > rank:
+                return ["The provided scatter_dims_to_operand_dim was out of range. "
+                        f"(operand_dim: {d}, rank: {rank})"]
+    return []
+
+
+#: Opcodes LayoutAssignment::InstructionCanChangeLayout says keep their
+#: operands' layouts (the result layout equals every same-rank operand's).
+KEEPS_LAYOUT = frozenset({
+    "abs", "acos", "acosh", "asin", "asinh", "add", "add-dependency", "and", "atan2", "atanh",
+    "bitcast-convert", "ceil", "clamp", "count-leading-zeros", "compare", "complex",
+    "concatenate", "convert", "cosine", "cosh", "all-gather", "all-gather-start",
+    "all-gather-done", "all-to-all", "collective-broadcast", "collective-permute", "divide",
+    "dynamic-slice", "dynamic-update-slice", "erf", "exponential", "exponential-minus-one",
+    "fft", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic", "map", "maximum",
+    "minimum", "multiply", "mulhi", "negate", "not", "opt-barrier", "or", "xor", "pad",
+    "power", "real", "reduce-precision", "reduce-window", "remainder", "reverse",
+    "round-nearest-afz", "round-nearest-even", "rsqrt", "scatter", "select",
+    "select-and-scatter", "shift-left", "shift-right-arithmetic", "shift-right-logical",
+    "sign", "sine", "sinh", "slice", "sort", "topk", "sqrt", "cbrt", "subtract",
+    "stochastic-convert", "tan", "tanh", "popcnt", "triangular-solve", "cholesky", "while",
+    "set-dimension-size", "all-reduce", "reduce-scatter", "all-reduce-start",
+    "all-reduce-done", "ragged-all-to-all", "scan"})
+
+_FAST, _HOST, _DEFAULT = 1, 5, 0  # Layout::kGenericFastMemorySpace, kHostMemorySpace, ...
+
+
+def _layout_change(instr: Instruction) -> list[str]:
+    """InstructionVerifier::Postprocess with LayoutAssignment's predicate:
+    an op that cannot change layouts has its operands' layout (tiles and
+    memory space aside)."""
+    op = instr.opcode
+    if op not in KEEPS_LAYOUT and not (op == "custom-call"
+                                       and instr.custom_call_target == "LayoutConstraint"):
+        return []
+    s = instr.shape
+    if not s.is_array or s.layout is None:
+        return []
+    for o in instr.operands:
+        os = o.shape
+        if not os.is_array or os.rank != s.rank or os.layout is None:
+            continue
+        ignore_size = op in ("convert", "compare", "is-finite", "scatter") or (
+            op == "select" and os.element_type == "pred")
+        if op in ("dynamic-slice", "dynamic-update-slice", "copy"):
+            a, b = os.layout.memory_space, s.layout.memory_space
+            if a == _FAST and b != _FAST:
+                return [f"Instruction shouldn't change layout memory space between generic fast "
+                        f"memory space and others for instruction: {instr.name}"]
+            if op == "dynamic-slice" and a == _DEFAULT and b == _HOST:
+                return ["DynamicSlice instruction shouldn't change layout memory space from "
+                        f"device to host: {instr.name}"]
+            if op == "dynamic-update-slice" and a == _HOST and b == _DEFAULT:
+                return ["DynamicUpdateSlice instruction shouldn't change layout memory space "
+                        f"from host to device: {instr.name}"]
+        if not layouts_equal(s.layout, os.layout, ignore_tiles=True, ignore_memory_space=True,
+                             ignore_element_size=ignore_size):
+            return [f"Instruction shouldn't change layouts {instr.name} From {s} To {os}"]
+    return []
+
+
+def _sharding(instr: Instruction) -> str | None:
+    text = instr.attrs.get("sharding")
+    return "".join(text.split()) if text else None
+
+
+def _consistent_sharding(instr: Instruction, others: list[Instruction | None]) -> list[str]:
+    """``VerifyConsistentSharding``: the instructions that carry a sharding
+    carry the same one."""
+    seen = None
+    for i in [instr] + others:
+        s = _sharding(i) if i is not None else None
+        if s is None:
+            continue
+        if seen is None:
+            seen = (i, s)
+        elif s != seen[1]:
+            return [f"Inconsistent {instr.opcode} sharding among instructions: {seen[0].name} "
+                    f"has {seen[1]}, {i.name} has {s}"]
+    return []
+
+
+def _sharding_rank(instr: Instruction) -> list[str]:
+    """Tiled shardings have one tile dimension per array dimension (plus
+    the replication/subgroup dimensions)."""
+    text = _sharding(instr)
+    s = instr.shape
+    if text is None or not s.is_array or text.startswith("{{"):
+        return []
+    m = re.search(r"devices=\[([\d,]+)\]", text)
+    if not m:
+        return []
+    dims = len(m.group(1).split(","))
+    if "last_tile_dim_replicate" in text:
+        dims -= 1
+    sub = re.search(r"last_tile_dims=\{([^}]*)\}", text)
+    if sub:
+        dims -= len([x for x in sub.group(1).split(",") if x.strip()])
+    if dims != s.rank:
+        return [f"Invalid sharding for instruction: {instr.name}: Number of tile assignment "
+                "dimensions (excluding subgroups) is different than the input rank. sharding="
+                f"{text}, input_shape={human(s)}"]
     return []
 
 
@@ -166,6 +275,11 @@ def _while(instr: Instruction) -> list[str]:
             out.append(f"{what} must have exactly 1 parameter; had {comp.num_parameters}")
     if len(instr.operands) != 1:
         out.append(f"While loop must have exactly one operand; had {len(instr.operands)}")
+    body, cond = instr.attrs.get("body"), instr.attrs.get("condition")
+    if isinstance(body, Computation) and isinstance(cond, Computation):
+        out += _consistent_sharding(instr, [body.root, body.parameters[0] if body.parameters
+                                            else None,
+                                            cond.parameters[0] if cond.parameters else None])
     return out
 
 
@@ -173,7 +287,8 @@ def _conditional(instr: Instruction) -> list[str]:
     branches = instr.attrs.get("branch_computations")
     if branches is None:
         branches = [instr.attrs.get("true_computation"), instr.attrs.get("false_computation")]
-    out = []
+    out = _consistent_sharding(instr, [c.root for c in branches
+                                       if isinstance(c, Computation)])
     for comp in branches:
         if isinstance(comp, Computation) and comp.num_parameters != 1:
             out.append(f"Branch computation {comp.name} of {instr.name} must have 1 parameter "

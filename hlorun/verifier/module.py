@@ -69,6 +69,10 @@ def run(module: Module, opts: Any) -> Iterator[Finding]:
                                     f"{comp.name}: {instr.name}")
             names.add(instr.name)
             yield from _instruction(instr, comp, opts, ctx)
+    if any(_has_buffer(i.shape) for i in module.instructions()):
+        from .buffers import check_buffers
+        yield from check_buffers(module, opts, ctx)
+    yield from _channels(module)
     yield from _entry_layout(module, opts)
     yield from _aliasing(module, opts)
     yield from _layout_constrained_all_reduce(module)
@@ -122,6 +126,8 @@ def _instruction(instr: Instruction, comp: Computation, opts: Any,
         if sugar is None:
             yield instr, comp, f"unknown opcode {op}"
         else:
+            for m in _async_op(instr, opts):
+                yield instr, comp, m
             yield from _async_pairs(instr, comp)
         return
     arity = OPCODES[base]
@@ -135,12 +141,22 @@ def _instruction(instr: Instruction, comp: Computation, opts: Any,
         for m in _async_op(instr, opts):
             yield instr, comp, m
     else:
-        for m in check_shape(instr, opts):
+        for m in check_shape(instr, opts, ctx):
             yield instr, comp, m
     for m in check_instruction(instr, opts, ctx):
         yield instr, comp, m
     yield from _async_pairs(instr, comp)
     yield from _thread_names(instr, comp, opts)
+    if "origin" in instr.attrs:
+        m = _original_value(instr)
+        if m:
+            yield instr, comp, m
+
+
+def _has_buffer(s: Shape) -> bool:
+    if s.buffer_of is not None:
+        return True
+    return s.tuple_shapes is not None and any(_has_buffer(t) for t in s.tuple_shapes)
 
 
 def _unbounded(s: Shape) -> bool:
@@ -244,6 +260,19 @@ def _entry_layout(module: Module, opts: Any) -> Iterator[Finding]:
             yield p, entry, (f"Shape of the entry computation parameter {i} is "
                              f"{human(p.shape)} should be compatible to the one specified in "
                              f"module's entry computation layout {human(want)}")
+    # A must-alias pair shares one buffer: same shape, layout and memory space.
+    for out_index, pnum, pindex, kind in module.input_output_alias:
+        if kind != "must-alias" or not 0 <= pnum < len(params):
+            continue
+        try:
+            rs, ps = result.subshape(out_index), params[pnum].subshape(pindex)
+        except IndexError:
+            continue
+        if rs != ps:
+            yield None, entry, (f"Shape and memory space of the result at index "
+                                f"{{{','.join(map(str, out_index))}}} ({rs}) must be the same "
+                                f"as the shape and memory space of aliased parameter {pnum} at "
+                                f"index {{{','.join(map(str, pindex))}}} ({ps})")
 
 
 def _layout_compatible(a: Shape, b: Shape, opts: Any) -> bool:
@@ -309,6 +338,60 @@ def _aliasing(module: Module, opts: Any) -> Iterator[Finding]:
                                 "donor. However, it is also in the input output alias config.")
 
 
+def _channels(module: Module) -> Iterator[Finding]:
+    """``VerifyChannels``: a send/recv with a channel has one user; its
+    done shares the channel and host-transfer flag; host-transfer
+    send/recvs on one channel are identical up to operands."""
+    by_channel: dict[str, list[Instruction]] = {}
+    for comp in module.computations:
+        for instr in comp._instructions:
+            op = instr.opcode
+            if op not in ("send", "recv") or "channel_id" not in instr.attrs:
+                continue
+            host = instr.attrs.get("is_host_transfer") == "true"
+            if host:
+                by_channel.setdefault(instr.attrs["channel_id"], []).append(instr)
+            if comp.root is instr and comp in _async_wrapped(module):
+                continue
+            users = instr.users
+            if len(users) != 1:
+                yield instr, comp, f"{op} {instr.name} must have exactly one user, has {len(users)}"
+                continue
+            done = users[0]
+            if done.opcode == op + "-done":
+                if done.attrs.get("channel_id") != instr.attrs.get("channel_id"):
+                    yield done, comp, ("Expected to have the same channel id, actual channel "
+                                       f"ids are: {instr.name} ({instr.attrs.get('channel_id')}), "
+                                       f"{done.name} ({done.attrs.get('channel_id', -1)})")
+                elif (done.attrs.get("is_host_transfer") == "true") != host:
+                    yield done, comp, ("Expected instructions to have the same "
+                                       f"is-host-transfer property: {instr.name}, {done.name}")
+    for channel, instrs in by_channel.items():
+        ref = instrs[0]
+        for other in instrs[1:]:
+            if (other.opcode != ref.opcode or other.shape != ref.shape
+                    or [o.shape for o in other.operands] != [o.shape for o in ref.operands]
+                    or _core_attrs(other) != _core_attrs(ref)):
+                yield other, other.parent, (
+                    "Host-transfer send/recv instructions that use the same channel must be "
+                    f"identical up to having different operands. Found different instructions "
+                    f"with the same channel ID {channel}: {ref.name} vs {other.name}.")
+                break
+
+
+def _core_attrs(instr: Instruction) -> dict:
+    return {k: v for k, v in instr.attrs.items()
+            if k not in ("metadata", "control-predecessors", "backend_config")}
+
+
+def _async_wrapped(module: Module) -> set[Computation]:
+    out = set()
+    for instr in module.instructions():
+        if instr.opcode == "async-start" and isinstance(instr.attrs.get("calls"), Computation):
+            out.add(instr.attrs["calls"])
+    return out
+
+
 def _layout_constrained_all_reduce(module: Module) -> Iterator[Finding]:
     first: bool | None = None
     for instr in module.instructions():
@@ -320,3 +403,54 @@ def _layout_constrained_all_reduce(module: Module) -> Iterator[Finding]:
                 yield instr, instr.parent, ("HloModule has a mix of layout constrained and "
                                             "unconstrained AllReduce instructions.")
                 return
+
+
+def _original_value(instr: Instruction) -> str | None:
+    """``VerifyOriginalValue``: ``origin={...}`` has the tuple structure of
+    the shape (one ``{...}`` leaf per array leaf)."""
+    text = instr.attrs["origin"].strip()
+    if "synthetic_call" in text or not (text.startswith("{") and text.endswith("}")):
+        return None
+    body = text[1:-1].strip()
+    leaves: set[tuple[int, ...]] = set()
+    pos = 0
+
+    def value(index: tuple[int, ...]) -> None:
+        nonlocal pos
+        while pos < len(body) and body[pos] == " ":
+            pos += 1
+        if pos < len(body) and body[pos] == "(":
+            pos += 1
+            k = 0
+            while True:
+                while pos < len(body) and body[pos] in " ,":
+                    pos += 1
+                if pos >= len(body) or body[pos] == ")":
+                    pos += 1
+                    return
+                value(index + (k,))
+                k += 1
+        depth = 0
+        while pos < len(body):
+            ch = body[pos]
+            pos += 1
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif ch == '"':
+                while pos < len(body) and body[pos] != '"':
+                    pos += 2 if body[pos] == "\\" else 1
+                pos += 1
+        leaves.add(index)
+
+    value(())
+    shape_leaves = {index for index, _ in instr.shape.leaves()}
+    if leaves != shape_leaves:
+        only_shape = sorted(shape_leaves - leaves)
+        only_ov = sorted(leaves - shape_leaves)
+        return ("Mismatched tuple structure in shape and original value. Shape indices in shape "
+                f"only: {only_shape} Shape indices in original value only: {only_ov}")
+    return None

@@ -17,7 +17,7 @@ from ..ir.shape import Shape
 from ..ir.shape_inference import InferenceError, infer_shape, program_shape
 from ..ir.shape_inference.common import (compatible, compatible_ignoring_fp, human, is_float,
                                          is_integral, make, same_type_ignoring_fp)
-from .base import VerifyError, shapes_same
+from .base import VerifyError, equal_with_layout, shapes_same
 from .collectives import check_collective
 
 
@@ -40,8 +40,7 @@ _MIXED_OK = frozenset({
 
 #: Opcodes whose shape comes from ``infer_shape`` with the declared element
 #: type as the result/preferred type.
-_TYPED = frozenset({"convert", "bitcast-convert", "stochastic-convert", "dot", "scaled-dot",
-                    "convolution"})
+_TYPED = frozenset({"convert", "bitcast-convert", "stochastic-convert", "dot", "convolution"})
 
 
 def _fp_types(shape: Shape, out: set[str]) -> None:
@@ -51,7 +50,7 @@ def _fp_types(shape: Shape, out: set[str]) -> None:
 
 
 def check_result(instr: Instruction, inferred: Shape, opts: Any,
-                 minor_to_major_only: bool = False) -> None:
+                 minor_to_major_only: bool = False, in_fusion: bool = False) -> None:
     """``ShapeVerifier::CheckShape``: the declared shape against the inferred."""
     op = instr.opcode
     if not opts.allow_mixed_precision and op not in _MIXED_OK:
@@ -62,8 +61,16 @@ def check_result(instr: Instruction, inferred: Shape, opts: Any,
             raise VerifyError("Seen floating point types of different precisions in "
                               f"{op}, but mixed precision is disallowed.")
     declared = instr.shape
-    if op in _EXACT or op == "dynamic-update-slice":
+    if op in _EXACT:
         ok = shapes_same(declared, inferred, opts, minor_to_major_only)
+    elif op == "dynamic-update-slice":
+        ok = shapes_same(declared, inferred, opts, minor_to_major_only)
+        if not ok and opts.layout_sensitive and in_fusion:
+            # Memory spaces and tiles need not propagate into fusions.
+            ok = equal_with_layout(declared, inferred, minor_to_major_only,
+                                   ignore_tiles_and_memory_space=True)
+    elif op == "copy" and opts.layout_sensitive and _host_copy(declared, inferred):
+        ok = _host_copy_ok(declared, inferred)
     elif opts.allow_mixed_precision:
         ok = compatible_ignoring_fp(declared, inferred)
     else:
@@ -73,6 +80,27 @@ def check_result(instr: Instruction, inferred: Shape, opts: Any,
         raise VerifyError(f"Expected instruction to have shape equal to "
                           f"{inferred.to_string(layout)}, actual shape is "
                           f"{declared.to_string(layout)}")
+
+
+HOST_MEMORY_SPACE = 5  # Layout::kHostMemorySpace
+
+
+def _host_copy(declared: Shape, inferred: Shape) -> bool:
+    """A copy between host and device memory (layouts assigned)."""
+    if not declared.is_array or declared.layout is None or inferred.layout is None:
+        return False
+    a, b = declared.layout.memory_space, inferred.layout.memory_space
+    return a != b and HOST_MEMORY_SPACE in (a, b)
+
+
+def _host_copy_ok(declared: Shape, inferred: Shape) -> bool:
+    """Host offloading copies may not change the type; host<->device copies
+    may not transpose either (a host->host copy before memory-space
+    propagation may)."""
+    if declared.layout.memory_space == HOST_MEMORY_SPACE:
+        return declared.element_type == inferred.element_type
+    return equal_with_layout(declared, inferred, ignore_tiles_and_memory_space=False,
+                             ignore_memory_space=True)
 
 
 def _ints(instr: Instruction, key: str) -> tuple[int, ...]:
@@ -263,7 +291,28 @@ def _call(instr: Instruction, opts: Any) -> Shape:
     _param_count(instr, comp, len(instr.operands))
     for i in range(comp.num_parameters):
         _operand_and_parameter(instr, i, comp, i, opts)
+    if instr.attrs.get("is_composite") == "true":
+        _composite(instr)
     return _root(comp)
+
+
+def _composite(instr: Instruction) -> None:
+    """A composite call names itself in its frontend attributes."""
+    text = instr.attrs.get("frontend_attributes")
+    if not text:
+        raise VerifyError("A composite call op must have frontend attributes")
+    fa = A.parse_frontend_attributes(text)
+    if not fa.get("composite.name"):
+        raise VerifyError("A composite call op must have frontend attributes with key "
+                          "composite.name whose value is non-empty")
+    if "composite.attributes" in fa and not fa["composite.attributes"]:
+        raise VerifyError("A composite call op must have frontend attributes with key "
+                          "composite.attributes whose value is default: {} or non-empty")
+    version = fa.get("composite.version")
+    if version is not None and not version.strip().isdigit():
+        raise VerifyError("A composite call op must have frontend attributes with a "
+                          "composite.version whose value is a non-negative integer but got: "
+                          f"{version}")
 
 
 def _while(instr: Instruction, opts: Any) -> Shape:
@@ -383,7 +432,8 @@ _HANDLERS: dict[str, Callable[[Instruction, Any], Shape | None]] = {
     "custom-call": _custom_call,
     "parameter": lambda i, o: None,
     "constant": lambda i, o: None,
-    "scan": lambda i, o: None,
+    "scan": lambda i, o: _scan(i, o),
+    "scaled-dot": lambda i, o: _scaled_dot(i, o),
     "ragged-dot": lambda i, o: None,
     "add-dependency": lambda i, o: (_token(i, 1), i.operands[0].shape)[1],
     "after-all": lambda i, o: Shape.token(),
@@ -391,6 +441,39 @@ _HANDLERS: dict[str, Callable[[Instruction, Any], Shape | None]] = {
     "replica-id": lambda i, o: make("u32", []),
     "send-done": lambda i, o: Shape.token(),
 }
+
+
+def _scan(instr: Instruction, opts: Any) -> None:
+    """Only associative scans may reach a layout-sensitive verifier."""
+    if len(_ints(instr, "dimensions")) != 1:
+        raise VerifyError(f"Scan instruction has {len(_ints(instr, 'dimensions'))} dimensions, "
+                          "expected exactly one.")
+    if opts.layout_sensitive and instr.attrs.get("is_associative") != "true":
+        raise VerifyError("Non-associative scan reached layout-sensitive HloVerifier; it should "
+                          "have been expanded to a while loop by ScanExpander")
+
+
+def _scaled_dot(instr: Instruction, opts: Any) -> Shape:
+    """Scales have the operand's rank and divide its dimensions (unless they
+    are the no-op bf16 scale); at least one scale is not a scalar."""
+    lc, rc = _ints(instr, "lhs_contracting_dims"), _ints(instr, "rhs_contracting_dims")
+    for operand, scale, contracting in ((0, 2, lc), (1, 3, rc)):
+        x, sc = instr.operands[operand].shape, instr.operands[scale].shape
+        if (sc.element_type == x.element_type == "bf16"
+                and all(d == 1 for d in sc.dimensions) and any(d != 1 for d in x.dimensions)):
+            continue
+        if sc.rank != x.rank:
+            raise VerifyError(f"Scale operand {instr.operands[scale].name} has a different "
+                              f"number of dimensions than operand {instr.operands[operand].name}")
+        if len(contracting) != 1:
+            raise VerifyError("Contracting dimensions must have exactly one dimension")
+        for i, (a, b) in enumerate(zip(x.dimensions, sc.dimensions)):
+            if b == 0 or a % b:
+                raise VerifyError(f"Dimension {i} of operand {human(x)} should be a multiple of "
+                                  f"dimension {i} of scale operand {human(sc)}")
+    if instr.operands[2].shape.is_scalar and instr.operands[3].shape.is_scalar:
+        raise VerifyError("At least one of the scales should be not a scalar")
+    return infer_shape("scaled-dot", instr.operands, instr.attrs, instr.shape.element_type)
 
 
 def _infeed(instr: Instruction, opts: Any) -> Shape:
@@ -447,9 +530,11 @@ _HANDLERS.update({"infeed": _infeed, "outfeed": _outfeed, "send": _send, "recv":
 _M2M_ONLY = frozenset({"constant", "infeed", "copy-start", "send", "recv"})
 
 
-def check_shape(instr: Instruction, opts: Any) -> list[str]:
-    """Messages for the shape rules ``instr`` breaks (at most one)."""
+def check_shape(instr: Instruction, opts: Any, ctx: Any = None) -> list[str]:
+    """Messages for the shape rules ``instr`` breaks (at most one); ``ctx``
+    (:class:`hlorun.verifier.module.Context`) tells fused computations."""
     op = instr.opcode
+    in_fusion = ctx is not None and instr.parent in ctx.fusion_computations
     try:
         handler = _HANDLERS.get(op)
         if handler is not None:
@@ -460,7 +545,7 @@ def check_shape(instr: Instruction, opts: Any) -> list[str]:
             inferred = infer_shape(op, instr.operands, instr.attrs,
                                    instr.shape.element_type if op in _TYPED else None)
         if inferred is not None:
-            check_result(instr, inferred, opts, op in _M2M_ONLY)
+            check_result(instr, inferred, opts, op in _M2M_ONLY, in_fusion)
     except (VerifyError, InferenceError) as e:
         return [str(e)]
     except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..shape import UNBOUNDED_SIZE, Shape, intern, is_array_type
+from ..shape import UNBOUNDED_SIZE, Layout, Shape, intern, is_array_type
 from .common import (COMPLEX_COMPONENT, InferenceError, change_type, compatible_ignoring_element_type,
                      compatible_ignoring_fp, dynamic_flags, expect_array, higher_precision, human,
                      is_complex, is_float, is_integral, is_signed, is_unbounded,
@@ -206,7 +206,16 @@ def infer_select(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
                              f"{human(on_true)} and {human(on_false)} and {human(pred)}.")
     base = on_true if pred.is_scalar else pred
     et = higher_precision(on_true.element_type, on_false.element_type)
-    return intern(Shape(et, base.dimensions, base.layout, base.dynamic))
+    layout = base.layout
+    if layout is not None and on_true.layout is not None \
+            and layout.element_size_in_bits != on_true.layout.element_size_in_bits:
+        # The result keeps the selected values' element size (s4 E(4)).
+        layout = Layout(layout.minor_to_major, layout.tiles, layout.tail_padding_alignment,
+                        layout.index_type, layout.pointer_type,
+                        on_true.layout.element_size_in_bits, layout.memory_space,
+                        layout.split_configs, layout.physical_shape,
+                        layout.dynamic_metadata_prefix_bytes)
+    return intern(Shape(et, base.dimensions, layout, base.dynamic))
 
 
 def infer_convert(s: Shape, new_type: str) -> Shape:
