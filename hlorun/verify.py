@@ -56,7 +56,9 @@ class HloVerifier(Checker):
     ``allow_mixed_precision`` lets f32/bf16 differ where XLA allows it,
     ``verify_layout_changes`` applies LayoutAssignment's
     ``InstructionCanChangeLayout`` (what XLA:GPU passes after layout
-    assignment: elementwise ops etc. keep their operands' layouts).
+    assignment: elementwise ops etc. keep their operands' layouts),
+    ``verify_no_collective_deadlocks`` matches send/recv pairs in scheduled
+    modules (XLA:GPU turns it on).
     Custom-calls get no shape inference (their shapes are the target's
     contract).  Every finding is a located diagnostic; the checker reports
     all of them instead of stopping at the first like XLA.
@@ -71,6 +73,7 @@ class HloVerifier(Checker):
     allow_unbounded_dynamism: bool = False
     check_replica_groups: bool = True
     verify_layout_changes: bool = False
+    verify_no_collective_deadlocks: bool = False
 
     def check(self, module: Module) -> list[Diagnostic]:
         out: list[Diagnostic] = []

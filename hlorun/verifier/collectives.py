@@ -275,9 +275,12 @@ def _permute_pairs(instr: Instruction) -> None:
         if len(p) != 2:
             raise VerifyError(f"source_target_pairs entry {list(p)} is not a pair")
         for what, x, seen in (("Source", p[0], src), ("Target", p[1], dst)):
-            if x < 0 or x >= limit:
+            if x < 0:
                 raise VerifyError(f"{what} {x} in the instruction's source-target pair must be "
-                                  f"in [0, {limit})")
+                                  ">= 0")
+            if x >= limit:
+                raise VerifyError(f"{what} {x} in the instruction's source-target pair must be "
+                                  f"< {limit}")
             if seen.get(x, 0) == allowed:
                 raise VerifyError(f"{what} {x} appears more than "
                                   + ("once" if allowed == 1 else f"{allowed} times")

@@ -301,8 +301,11 @@ def _custom_call(instr: Instruction) -> list[str]:
         if instr.operands:
             return [f"GetRngSeed custom call must have 0 operands, but has "
                     f"{len(instr.operands)}"]
-        if instr.shape.element_type != "u64" or not instr.shape.is_scalar:
-            return [f"GetRngSeed custom call must return a U64 scalar, but got "
+        if instr.shape.element_type != "u64":
+            return [f"GetRngSeed custom call must return U64 type, but got "
+                    f"{human(instr.shape)}"]
+        if not instr.shape.is_scalar:
+            return [f"GetRngSeed custom call must return a scalar, but got "
                     f"{human(instr.shape)}"]
     return []
 

@@ -73,6 +73,11 @@ def run(module: Module, opts: Any) -> Iterator[Finding]:
         from .buffers import check_buffers
         yield from check_buffers(module, opts, ctx)
     yield from _channels(module)
+    if opts.verify_no_collective_deadlocks:
+        from .deadlocks import check_deadlocks
+        m = check_deadlocks(module, ctx)
+        if m:
+            yield None, entry, m
     yield from _entry_layout(module, opts)
     yield from _aliasing(module, opts)
     yield from _layout_constrained_all_reduce(module)
@@ -128,7 +133,7 @@ def _instruction(instr: Instruction, comp: Computation, opts: Any,
         else:
             for m in _async_op(instr, opts):
                 yield instr, comp, m
-            yield from _async_pairs(instr, comp)
+            yield from _async_pairs(instr, comp, ctx)
         return
     arity = OPCODES[base]
     if arity != VARIADIC and len(instr.operands) != arity:
@@ -145,7 +150,7 @@ def _instruction(instr: Instruction, comp: Computation, opts: Any,
             yield instr, comp, m
     for m in check_instruction(instr, opts, ctx):
         yield instr, comp, m
-    yield from _async_pairs(instr, comp)
+    yield from _async_pairs(instr, comp, ctx)
     yield from _thread_names(instr, comp, opts)
     if "origin" in instr.attrs:
         m = _original_value(instr)
@@ -165,12 +170,6 @@ def _unbounded(s: Shape) -> bool:
     return s.dynamic is not None and UNBOUNDED_SIZE in s.dimensions
 
 
-_PAIRS = {"all-reduce-start": ("all-reduce-done",), "all-gather-start": ("all-gather-done",),
-          "copy-start": ("copy-done",), "collective-permute-start": ("collective-permute-done",)}
-_DONE = {"all-reduce-done": ("all-reduce-start",), "all-gather-done": ("all-gather-start",),
-         "copy-done": ("copy-start",), "collective-permute-done": ("collective-permute-start",)}
-
-
 @lru_cache(maxsize=None)
 def _is_async(op: str, kinds: tuple[str, ...]) -> bool:
     """Is ``op`` an async-start/update/done (generic or sugar, e.g.
@@ -181,7 +180,28 @@ def _is_async(op: str, kinds: tuple[str, ...]) -> bool:
     return sugar is not None and sugar[1] in kinds
 
 
-def _async_pairs(instr: Instruction, comp: Computation) -> Iterator[Finding]:
+#: start -> the consumers it may have (``VerifySingleUser``); done -> the
+#: operand it may have (``VerifySingleOperand``).
+_SINGLE_USER = {
+    "all-reduce-start": ("all-reduce-done",), "all-gather-start": ("all-gather-done",),
+    "copy-start": ("copy-done",), "collective-permute-start": ("collective-permute-done",),
+    "send": ("send-done", "tuple"), "recv": ("recv-done", "tuple")}
+_SINGLE_OPERAND = {
+    "all-reduce-done": ("all-reduce-start",), "all-gather-done": ("all-gather-start",),
+    "copy-done": ("copy-start",), "collective-permute-done": ("collective-permute-start",),
+    "send-done": ("send", "get-tuple-element"), "recv-done": ("recv", "get-tuple-element")}
+
+
+def _generic(op: str) -> str:
+    """XLA's opcode for an async sugar op (``custom-call-start`` is an
+    async-start)."""
+    for kind in ("-start", "-update", "-done"):
+        if _is_async(op, (kind,)):
+            return "async" + kind
+    return op
+
+
+def _async_pairs(instr: Instruction, comp: Computation, ctx: Context) -> Iterator[Finding]:
     """``VerifyAsynchronousInstructionPairs``."""
     op = instr.opcode
     for i, o in enumerate(instr.operands):
@@ -190,30 +210,38 @@ def _async_pairs(instr: Instruction, comp: Computation) -> Iterator[Finding]:
             yield instr, comp, (f"Async instruction {o.name} used as operand {i} of "
                                 f"{instr.name}. Async instructions can only be used as the first "
                                 "operand of async-update or async-done.")
-    users = [u for u in instr._users
-             if not (u.opcode == "custom-call" and u.custom_call_target == "control_dep")]
-    want: tuple[str, ...] | None = None
-    if _is_async(op, ("-start", "-update")):
-        if len(users) != 1 or not _is_async(users[0].opcode, ("-update", "-done")):
-            yield instr, comp, (f"The {op} instruction requires one consumer (an async-update "
-                                f"or async-done), found {len(users)}: "
-                                + ", ".join(u.opcode for u in users))
-    elif op in _PAIRS:
-        want = _PAIRS[op]
-        if len(users) != 1 or users[0].opcode not in want:
-            yield instr, comp, (f"The {op} instruction requires one consumer ({want[0]}), found "
-                                f"{len(users)}: " + ", ".join(u.opcode for u in users))
-    if _is_async(op, ("-update", "-done")) or op in _DONE:
-        allowed = _DONE.get(op)
-        ok = len(instr.operands) == 1 if op in _DONE or _is_async(op, ("-done",)) else bool(
-            instr.operands)
-        first = instr.operands[0] if instr.operands else None
-        if first is None or not ok or (allowed is not None and first.opcode not in allowed) or (
-                allowed is None and not _is_async(first.opcode, ("-start", "-update"))):
-            yield instr, comp, (f"The operand of a {op} instruction needs to be "
-                                + (" or ".join(allowed) if allowed else "async-start or "
-                                   "async-update") + (f", found {first.opcode}" if first
-                                                      else ", found none"))
+    generic = _generic(op)
+    if generic in ("async-start", "async-update"):
+        allowed: tuple[str, ...] | None = ("async-update", "async-done")
+    else:
+        allowed = _SINGLE_USER.get(op)
+        if op in ("send", "recv") and comp.root is instr and comp in ctx.async_computations:
+            allowed = None
+    if allowed is not None:
+        users = [u for u in instr._users
+                 if not (u.opcode == "custom-call" and u.custom_call_target == "control_dep")]
+        if len(users) != 1:
+            yield instr, comp, (f"The {generic} instruction requires one consumer, found "
+                                f"{len(users)}")
+        elif _generic(users[0].opcode) not in allowed:
+            yield instr, comp, (f"The consumer of a {generic} instruction needs to be one of "
+                                f"({', '.join(allowed)}), found {_generic(users[0].opcode)}")
+    if generic == "async-update" and (
+            not instr.operands or _generic(instr.operands[0].opcode) not in (
+                "async-start", "async-update")):
+        found = _generic(instr.operands[0].opcode) if instr.operands else "none"
+        yield instr, comp, (f"The first operand of a {generic} instruction needs to be "
+                            f"AsyncStart or AsyncUpdate, found {found}")
+    expected = ("async-start", "async-update") if generic == "async-done" else \
+        _SINGLE_OPERAND.get(op)
+    if expected is not None:
+        if len(instr.operands) != 1:
+            yield instr, comp, (f"The {generic} instruction requires one operand, found "
+                                f"{len(instr.operands)}")
+        elif _generic(instr.operands[0].opcode) not in expected:
+            yield instr, comp, (f"The operand of a {generic} instruction needs to be "
+                                f"{' or '.join(expected)}, found "
+                                f"{_generic(instr.operands[0].opcode)}")
 
 
 def _async_op(instr: Instruction, opts: Any) -> list[str]:
@@ -226,10 +254,17 @@ def _thread_names(instr: Instruction, comp: Computation, opts: Any) -> Iterator[
     """``CheckCallableInstructionThreadName`` for fusion, while and
     conditional (and every caller with the thread-name option)."""
     op = instr.opcode
+    mine = comp.execution_thread or "main"
+    to_apply = instr.attrs.get("to_apply")
+    if opts.verify_call_nested_computation_thread_name and isinstance(to_apply, Computation):
+        theirs = to_apply.execution_thread or "main"
+        if theirs != mine:
+            yield instr, comp, (f"{instr.name} to_apply computation execution thread does not "
+                                f"match ({theirs} vs {mine})")
+            return
     if op not in ("fusion", "while", "conditional") and not (
             opts.verify_call_nested_computation_thread_name and instr.attrs):
         return
-    mine = comp.execution_thread or "main"
     for callee in instr.called_computations():
         theirs = callee.execution_thread or "main"
         if theirs != mine and op not in ("async-start", "async-update", "async-done"):
@@ -351,12 +386,9 @@ def _channels(module: Module) -> Iterator[Finding]:
             host = instr.attrs.get("is_host_transfer") == "true"
             if host:
                 by_channel.setdefault(instr.attrs["channel_id"], []).append(instr)
-            if comp.root is instr and comp in _async_wrapped(module):
-                continue
             users = instr.users
             if len(users) != 1:
-                yield instr, comp, f"{op} {instr.name} must have exactly one user, has {len(users)}"
-                continue
+                continue  # reported with the asynchronous pairs
             done = users[0]
             if done.opcode == op + "-done":
                 if done.attrs.get("channel_id") != instr.attrs.get("channel_id"):
@@ -382,14 +414,6 @@ def _channels(module: Module) -> Iterator[Finding]:
 def _core_attrs(instr: Instruction) -> dict:
     return {k: v for k, v in instr.attrs.items()
             if k not in ("metadata", "control-predecessors", "backend_config")}
-
-
-def _async_wrapped(module: Module) -> set[Computation]:
-    out = set()
-    for instr in module.instructions():
-        if instr.opcode == "async-start" and isinstance(instr.attrs.get("calls"), Computation):
-            out.add(instr.attrs["calls"])
-    return out
 
 
 def _layout_constrained_all_reduce(module: Module) -> Iterator[Finding]:

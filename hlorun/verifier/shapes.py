@@ -275,9 +275,9 @@ def _operand_and_parameter(instr: Instruction, i: int, comp: Computation, p: int
     if param is None:
         raise VerifyError(f"computation {comp.name} has no parameter {p}")
     if not shapes_same(instr.operands[i].shape, param.shape, opts):
-        raise VerifyError(f"Operand {instr.operands[i].name} shape "
-                          f"{human(instr.operands[i].shape)} does not match parameter "
-                          f"{param.name}'s {human(param.shape)} in {comp.name}")
+        raise VerifyError(f"Operand {instr.operands[i].name} ({human(instr.operands[i].shape)}) "
+                          f"shape does not match parameter's {param.name} "
+                          f"({human(param.shape)}) in {comp.name}")
 
 
 def _root(comp: Computation) -> Shape:
@@ -371,7 +371,7 @@ def _fusion(instr: Instruction, opts: Any) -> None:
     _check_aliasing(instr, opts)
 
 
-def _check_aliasing(instr: Instruction, opts: Any) -> None:
+def _check_aliasing(instr: Instruction, opts: Any, in_fusion: bool = False) -> None:
     text = instr.attrs.get("output_to_operand_aliasing")
     if not text:
         return
@@ -393,7 +393,17 @@ def _check_aliasing(instr: Instruction, opts: Any) -> None:
             a = a.buffer_of
         if b.is_buffer:
             b = b.buffer_of
-        if not compatible(a, b):
+        if opts.layout_sensitive:
+            # A scalar custom-call operand may live in another memory space;
+            # fusions inside fusions may differ in tiles and memory spaces.
+            relax = (instr.opcode == "custom-call" and a.is_array and a.element_count == 1) \
+                or (instr.opcode == "fusion" and in_fusion)
+            same = equal_with_layout(a, b, ignore_memory_space=relax,
+                                     ignore_tiles_and_memory_space=relax
+                                     and instr.opcode == "fusion")
+        else:
+            same = compatible(a, b)
+        if not same:
             raise VerifyError(f"Different aliasing shapes: {a} vs {b}")
 
 
