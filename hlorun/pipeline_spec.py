@@ -55,7 +55,7 @@ DEFAULT_MAX_ITERATIONS = 25  # XLA's HloPassFix kDefaultIterationLimit
 #: YamlError, or None (any YAML mapping is accepted).  Add yours here.
 SECTIONS: dict[str, str | None] = {
     "autotune": None,
-    "custom_call_targets": "hlorun.buffers.alias_rules:validate_targets_section",
+    "custom_call_targets": "hlorun.buffers.targets:validate_targets_section",
 }
 
 

@@ -13,7 +13,8 @@ simulator), assign (the assigner), allocation (results), dump (XLA's text
 formats), timeline (report data and SVG), checker (``buffer-aliasing``).
 """
 
-from .alias_rules import AliasRules, TargetPolicy, validate_targets
+from .alias_rules import AliasRules
+from .targets import TargetPolicy, validate_targets
 from .allocation import BufferAllocation, BufferAssignment
 from .assign import AssignOptions, BufferAssigner, assign_buffers
 

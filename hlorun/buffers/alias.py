@@ -14,7 +14,7 @@ Buffer ids follow XLA's numbering (the order of the surviving value sets);
 
 from __future__ import annotations
 
-from ..ir.module import Computation, Instruction
+from ..ir.module import Instruction, Module
 from .alias_rules import AliasRules
 from .values import Dataflow, HloValue, shape_indices
 
@@ -153,5 +153,51 @@ class AliasAnalysis:
         return list(out.values())
 
 
-def computation_of(value: HloValue) -> Computation | None:
-    return value.instruction.parent
+def resolve_buffer_donors(module: Module, size_of) -> list[tuple]:
+    """``OptimizeInputOutputBufferAlias`` (registered donors only): match
+    each ``buffer_donor`` parameter with an unaliased output of the same size
+    (largest first, two pointers).  Returns the effective
+    input_output_alias list."""
+    aliases = list(module.input_output_alias)
+    if not module.buffer_donor or module.entry is None or module.entry.root is None:
+        return aliases
+    from .values import shape_indices
+    aliased_params = {(p, pi) for _o, p, pi, _k in aliases}
+    aliased_outs = {o for o, _p, _pi, _k in aliases}
+    donor_set = set(module.buffer_donor)
+    donors: dict[int, list] = {}
+    entry = module.entry
+    for pn, param in enumerate(entry.parameters):
+        if param is None:
+            continue
+        for ix in shape_indices(param.shape):
+            sub = param.shape.subshape(ix) if ix else param.shape
+            if not sub.is_array or sub.is_dynamic or (pn, ix) in aliased_params or (pn, ix) not in donor_set:
+                continue
+            ms = sub.layout.memory_space if sub.layout else 0
+            donors.setdefault(ms, []).append((pn, ix, size_of(sub)))
+    root_shape = entry.root.shape
+    donees: dict[int, list] = {}
+    for ix in shape_indices(root_shape):
+        sub = root_shape.subshape(ix) if ix else root_shape
+        if not sub.is_array or ix in aliased_outs:
+            continue
+        ms = sub.layout.memory_space if sub.layout else 0
+        donees.setdefault(ms, []).append((ix, size_of(sub)))
+    for ms, dv in donors.items():
+        ev = donees.get(ms)
+        if not ev:
+            continue
+        dv.sort(key=lambda d: -d[2])
+        ev.sort(key=lambda d: -d[1])
+        i = j = 0
+        while i < len(dv) and j < len(ev):
+            if dv[i][2] > ev[j][1]:
+                i += 1
+            elif dv[i][2] < ev[j][1]:
+                j += 1
+            else:
+                aliases.append((ev[j][0], dv[i][0], dv[i][1], "may-alias"))
+                i += 1
+                j += 1
+    return aliases

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..ir.module import Computation, Instruction, Module
-from .alias import AliasAnalysis, HloBuffer
+from .alias import AliasAnalysis, HloBuffer, resolve_buffer_donors
 from .alias_rules import AliasRules
 from .allocation import BufferAllocation, BufferAssignment
 from .callgraph import CallGraph
 from .heap import HeapSimulation
 from .liverange import HloLiveRange, LiveRange
+from .occupancy import Occupancy
 from .values import Dataflow, HloValue
 
 _THREAD_LOCAL_CALLERS = frozenset({
@@ -50,9 +51,12 @@ class AssignOptions:
     ``alignment``: heap alignment (XLA:GPU 256); ``allocate_constants``:
     constants get allocations (GPU: yes); ``custom_call_targets``: the
     custom-call policy table (see alias_rules); ``pointer_size``: bytes per
-    tuple element."""
+    tuple element; ``colorer``: "gpu" (XLA:GPU's colorer: every buffer
+    color 0) or "memory-space" (XLA's DefaultColorer: the layout's ``S(n)``
+    of each value's defining position)."""
 
     platform: str = "cuda"
+    colorer: str = "gpu"
     alignment: int = 256
     allocate_constants: bool = True
     pointer_size: int = 8
@@ -72,127 +76,6 @@ def buffer_size(value: HloValue, pointer_size: int = 8) -> int:
     return n
 
 
-def resolve_buffer_donors(module: Module, size_of) -> list[tuple]:
-    """``OptimizeInputOutputBufferAlias`` (registered donors only): match
-    each ``buffer_donor`` parameter with an unaliased output of the same size
-    (largest first, two pointers).  Returns the effective
-    input_output_alias list."""
-    aliases = list(module.input_output_alias)
-    if not module.buffer_donor or module.entry is None or module.entry.root is None:
-        return aliases
-    from .values import shape_indices
-    aliased_params = {(p, pi) for _o, p, pi, _k in aliases}
-    aliased_outs = {o for o, _p, _pi, _k in aliases}
-    donor_set = set(module.buffer_donor)
-    donors: dict[int, list] = {}
-    entry = module.entry
-    for pn, param in enumerate(entry.parameters):
-        if param is None:
-            continue
-        for ix in shape_indices(param.shape):
-            sub = param.shape.subshape(ix) if ix else param.shape
-            if not sub.is_array or sub.is_dynamic or (pn, ix) in aliased_params or (pn, ix) not in donor_set:
-                continue
-            ms = sub.layout.memory_space if sub.layout else 0
-            donors.setdefault(ms, []).append((pn, ix, size_of(sub)))
-    root_shape = entry.root.shape
-    donees: dict[int, list] = {}
-    for ix in shape_indices(root_shape):
-        sub = root_shape.subshape(ix) if ix else root_shape
-        if not sub.is_array or ix in aliased_outs:
-            continue
-        ms = sub.layout.memory_space if sub.layout else 0
-        donees.setdefault(ms, []).append((ix, size_of(sub)))
-    for ms, dv in donors.items():
-        ev = donees.get(ms)
-        if not ev:
-            continue
-        dv.sort(key=lambda d: -d[2])
-        ev.sort(key=lambda d: -d[1])
-        i = j = 0
-        while i < len(dv) and j < len(ev):
-            if dv[i][2] > ev[j][1]:
-                i += 1
-            elif dv[i][2] < ev[j][1]:
-                j += 1
-            else:
-                aliases.append((ev[j][0], dv[i][0], dv[i][1], "may-alias"))
-                i += 1
-                j += 1
-    return aliases
-
-
-class _Occupancy:
-    """Which registered allocations are busy when: a segment tree over
-    doubled time whose nodes hold bitmasks (Python ints) of allocations.
-    A value [s, e] marks its interior (2s+1 .. 2e-1); a buffer whose closed
-    span (2s .. 2e) meets a marked point overlaps that allocation by more
-    than a touching end, so it cannot go there.  This prunes XLA's linear
-    scan over registered allocations without changing its answer."""
-
-    def __init__(self, end_time: int):
-        n = 1
-        while n < 2 * end_time + 3:
-            n *= 2
-        self.n = n
-        self.cover = [0] * (2 * n)
-        self.any = [0] * (2 * n)
-
-    def mark(self, bit: int, s: int, e: int) -> None:
-        lo, hi = 2 * s + 1, 2 * e - 1
-        if lo > hi:
-            return
-        m = 1 << bit
-        n = self.n
-        cover, anym = self.cover, self.any
-        l, r = lo + n, hi + n + 1
-        touched = []
-        while l < r:
-            if l & 1:
-                cover[l] |= m
-                anym[l] |= m
-                touched.append(l)
-                l += 1
-            if r & 1:
-                r -= 1
-                cover[r] |= m
-                anym[r] |= m
-                touched.append(r)
-            l >>= 1
-            r >>= 1
-        for t in touched:
-            t >>= 1
-            while t >= 1 and not (anym[t] & m):
-                anym[t] |= m
-                t >>= 1
-
-    def query(self, s: int, e: int) -> int:
-        """OR of the allocations marked anywhere in [2s, 2e]."""
-        lo, hi = 2 * s, 2 * e
-        n = self.n
-        cover, anym = self.cover, self.any
-        out = 0
-        l, r = lo + n, hi + n + 1
-        ends = []
-        while l < r:
-            if l & 1:
-                out |= anym[l]
-                ends.append(l)
-                l += 1
-            if r & 1:
-                r -= 1
-                out |= anym[r]
-                ends.append(r)
-            l >>= 1
-            r >>= 1
-        for t in ends:
-            t >>= 1
-            while t >= 1:
-                out |= cover[t]
-                t >>= 1
-        return out
-
-
 class BufferAssigner:
     def __init__(self, options: AssignOptions | None = None):
         self.options = options or AssignOptions()
@@ -204,6 +87,12 @@ class BufferAssigner:
         rules = opts.rules()
         cg = CallGraph(module)
         dataflow = Dataflow(module, cg)
+        if opts.colorer == "memory-space":
+            for v in dataflow.values:
+                lay = v.shape.layout
+                v.color = lay.memory_space if (lay is not None and v.shape.is_array) else 0
+        elif opts.colorer != "gpu":
+            raise ValueError(f"unknown colorer {opts.colorer!r} (gpu, memory-space)")
         psize = opts.pointer_size
         io_alias = resolve_buffer_donors(module, lambda s: s.byte_size(psize))
         alias = AliasAnalysis(dataflow, rules, io_alias)
@@ -215,7 +104,7 @@ class BufferAssigner:
         self._bsizes: dict[int, int] = {}
         self._registered: list[BufferAllocation] = []
         self._reg_bit: dict[int, int] = {}  # allocation id() -> registration index
-        self._occ = _Occupancy(live.end_time)
+        self._occ = Occupancy(live.end_time)
         #: allocation id() -> (sorted starts, [(range, value)], position instructions):
         #: values in one allocation never overlap by more than a touching end,
         #: so sorted by start their ends are sorted too.

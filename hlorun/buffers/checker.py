@@ -25,12 +25,13 @@ input the previous trial overwrote.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..ir.module import Instruction, Module
 from ..source import Diagnostic
 from ..verify import Checker
-from .alias_rules import declared_aliasing, validate_targets
+from .alias_rules import declared_aliasing
+from .targets import validate_targets
 from .values import index_str, shape_indices
 
 

@@ -28,6 +28,8 @@ from typing import Iterator
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape
 from .callgraph import CallGraph
+from .forwarding import Forwarding, async_wrapped, branches
+from .phi import PhiGraph
 
 Index = tuple  # ShapeIndex
 
@@ -69,11 +71,6 @@ class HloValue:
         return f"{self.instruction.name}{index_str(self.index)}"
 
 
-def _color(shape: Shape) -> int:
-    lay = shape.layout
-    return lay.memory_space if lay is not None and shape.is_array else 0
-
-
 def index_str(index: Index) -> str:
     return "{" + ",".join(str(i) for i in index) + "}"
 
@@ -107,7 +104,7 @@ _FORWARDING = frozenset({
 })
 
 
-class Dataflow:
+class Dataflow(Forwarding):
     """Value sets of every position of every instruction in ``module``."""
 
     def __init__(self, module: Module, call_graph: CallGraph | None = None):
@@ -245,12 +242,12 @@ class Dataflow:
                 add(user)
                 uop = user.opcode
                 if uop == "conditional":
-                    branches = _branches(user)
+                    branches = branches(user)
                     for j, b in enumerate(branches):
                         if j + 1 < len(user.operands) and user.operands[j + 1] is instr and b.parameters:
                             add(b.parameters[0])
                 elif uop in ("async-update", "async-done"):
-                    wrapped = _async_wrapped(user)
+                    wrapped = async_wrapped(user)
                     if wrapped is not None:
                         for p in wrapped.parameters:
                             if p is not None:
@@ -301,224 +298,6 @@ class Dataflow:
             visit(self.module.entry, 0)
         return ordinal
 
-    # -- per-opcode updates -----------------------------------------------------------
-    def _assign(self, instr: Instruction, index: Index, new: list[HloValue]) -> bool:
-        vs = self.value_sets[instr]
-        if vs.get(index) != new:
-            vs[index] = list(new)
-            return True
-        return False
-
-    def _forward_all(self, instr: Instruction, src: Instruction) -> bool:
-        """The whole value set of ``src`` becomes ``instr``'s."""
-        changed = False
-        svs = self.value_sets[src]
-        for ix in self.value_sets[instr]:
-            changed |= self._assign(instr, ix, svs.get(ix, []))
-        return changed
-
-    def _update(self, instr: Instruction) -> bool:
-        op = instr.opcode
-        ops = instr.operands
-        if op in ("bitcast", "add-dependency", "domain", "opt-barrier"):
-            return bool(ops) and self._forward_all(instr, ops[0])
-        if op == "get-tuple-element":
-            k = int(instr.attrs.get("index", 0))
-            svs = self.value_sets[ops[0]]
-            changed = False
-            for ix in self.value_sets[instr]:
-                changed |= self._assign(instr, ix, svs.get((k,) + ix, []))
-            return changed
-        if op == "tuple":
-            changed = False
-            for k, o in enumerate(ops):
-                for ix, vals in self.value_sets[o].items():
-                    changed |= self._assign(instr, (k,) + ix, vals)
-            return changed
-        if op == "copy":
-            changed = False
-            svs = self.value_sets[ops[0]]
-            for ix in self.value_sets[instr]:
-                if ix:
-                    changed |= self._assign(instr, ix, svs.get(ix, []))
-            return changed
-        if op == "parameter":
-            return self._update_parameter(instr)
-        if op == "call":
-            callee = instr.to_apply
-            return callee is not None and callee.root is not None and \
-                self._forward_all(instr, callee.root)
-        if op == "while":
-            body = instr.attrs.get("body")
-            if not isinstance(body, Computation) or body.root is None or not ops:
-                return False
-            return self._phi(instr, [self.value_sets[body.root], self.value_sets[ops[0]]])
-        if op == "conditional":
-            roots = [b.root for b in _branches(instr) if b.root is not None]
-            return self._phi(instr, [self.value_sets[r] for r in roots])
-        if op == "send":
-            changed = False
-            for ix, vals in self.value_sets[ops[0]].items():
-                changed |= self._assign(instr, (0,) + ix, vals)
-            return changed
-        if op == "recv-done":
-            changed = False
-            svs = self.value_sets[ops[0]]
-            for ix in self.value_sets[instr]:
-                if ix and ix[0] == 0:
-                    changed |= self._assign(instr, ix, svs.get(ix, []))
-            return changed
-        if op == "copy-start":
-            return self._assign(instr, (1,), self.value_sets[ops[0]].get((), []))
-        if op == "copy-done":
-            return self._assign(instr, (), self.value_sets[ops[0]].get((0,), []))
-        if op == "all-reduce-done":
-            return self._forward_all(instr, ops[0])
-        if op == "all-gather-start":
-            changed = False
-            for k, o in enumerate(ops):
-                out = (0, k) if len(ops) > 1 else (0,)
-                changed |= self._assign(instr, out, self.value_sets[o].get((), []))
-            return changed
-        if op == "all-gather-done":
-            changed = False
-            svs = self.value_sets[ops[0]]
-            for ix in self.value_sets[instr]:
-                if not _tuple_shaped(instr.shape, ix):
-                    changed |= self._assign(instr, ix, svs.get((1,) + ix, []))
-            return changed
-        if op == "collective-permute-start":
-            return self._update_cp_start(instr)
-        if op == "collective-permute-done":
-            svs = self.value_sets[ops[0]]
-            if instr.shape.is_tuple:
-                changed = False
-                for k in range(len(instr.shape.tuple_shapes)):
-                    changed |= self._assign(instr, (k,), svs.get((1, k), []))
-                return changed
-            return self._assign(instr, (), svs.get((1,), []))
-        if op in ("async-start", "async-update", "async-done"):
-            return self._update_async(instr)
-        return False
-
-    def _update_parameter(self, param: Instruction) -> bool:
-        comp = param.parent
-        cg = self.call_graph
-        if comp is None or cg.context.get(comp) != "control" or not cg.callers.get(comp):
-            return False
-        inputs: list[dict] = []
-        need_phi = False
-        for site in cg.callers[comp]:
-            op = site.opcode
-            n = param.parameter_number or 0
-            if op == "call":
-                if n < len(site.operands):
-                    inputs.append(self.value_sets[site.operands[n]])
-            elif op == "while":
-                inputs.append(self.value_sets[site.operands[0]])
-                body = site.attrs.get("body")
-                if isinstance(body, Computation) and body.root is not param and body.root is not None:
-                    inputs.append(self.value_sets[body.root])
-                need_phi = True
-            elif op == "conditional":
-                for j, b in enumerate(_branches(site)):
-                    if b is comp and j + 1 < len(site.operands):
-                        inputs.append(self.value_sets[site.operands[j + 1]])
-                        break
-                need_phi = True
-            elif op == "async-start":
-                bound = _async_bound_operands(site)
-                if n < len(bound):
-                    inputs.append(self.value_sets[bound[n]])
-        if not inputs:
-            return False
-        if need_phi:
-            return self._phi(param, inputs)
-        changed = False
-        for ix in self.value_sets[param]:
-            union: dict[int, HloValue] = {}
-            for inp in inputs:
-                for v in inp.get(ix, []):
-                    union[v.id] = v
-            changed |= self._assign(param, ix, [union[k] for k in sorted(union)])
-        return changed
-
-    def _update_cp_start(self, instr: Instruction) -> bool:
-        ops = instr.operands
-        changed = False
-        inplace = len(ops) == 4
-        if not inplace and len(ops) > 1:
-            for k, o in enumerate(ops):
-                changed |= self._assign(instr, (0, k), self.value_sets[o].get((), []))
-        elif ops[0].shape.is_tuple:
-            for k in range(len(ops[0].shape.tuple_shapes)):
-                changed |= self._assign(instr, (0, k), self.value_sets[ops[0]].get((k,), []))
-        else:
-            changed |= self._assign(instr, (0,), self.value_sets[ops[0]].get((), []))
-        return changed
-
-    def _update_async(self, instr: Instruction) -> bool:
-        changed = False
-        shape = instr.shape
-        vs = self.value_sets[instr]
-        op = instr.opcode
-        if op in ("async-start", "async-update"):
-            bound = instr.operands if op == "async-start" else _async_bound_operands(instr)
-            for k, o in enumerate(bound):
-                for ix, vals in self.value_sets[o].items():
-                    sub = o.shape.subshape(ix) if ix else o.shape
-                    if _is_array_or_token(sub) and (0, k) + ix in vs:
-                        changed |= self._assign(instr, (0, k) + ix, vals)
-        if op == "async-update" and instr.operands:
-            prev = self.value_sets[instr.operands[0]]
-            for ix in vs:
-                if ix and ix[0] > 1 and not _tuple_shaped(shape, ix):
-                    changed |= self._assign(instr, ix, prev.get(ix, []))
-        wrapped = _async_wrapped(instr)
-        if wrapped is not None and wrapped.root is not None:
-            root = wrapped.root
-            pre = (1,) if op != "async-done" else ()
-            for ix, vals in self.value_sets[root].items():
-                sub = root.shape.subshape(ix) if ix else root.shape
-                if not _is_array_or_token(sub):
-                    continue
-                out = pre + ix
-                if out in vs and not _tuple_shaped(shape, out):
-                    changed |= self._assign(instr, out, vals)
-        return changed
-
-    # -- phis ---------------------------------------------------------------------------
-    def _phi(self, instr: Instruction, inputs: list[dict]) -> bool:
-        changed = False
-        vs = self.value_sets[instr]
-        for ix, cur_list in vs.items():
-            cur = cur_list[0] if len(cur_list) == 1 else None
-            ids: list[HloValue] = []
-            for inp in inputs:
-                ids.extend(inp.get(ix, ()))
-            defined_here = cur is not None and cur.instruction is instr and cur.index == ix
-            if not ids:
-                continue
-            if len(ids) == 1:
-                new = ids[0]
-                if cur is None or cur is not new:
-                    if cur is not None and defined_here:
-                        self._deleted.add(cur.id)
-                    vs[ix] = [new]
-                    changed = True
-            else:
-                if cur is None or not (defined_here and cur.is_phi):
-                    phi = self._new_value(instr, ix, is_phi=True)
-                    vs[ix] = [phi]
-                    self._phi_inputs[phi.id] = [v.id for v in ids]
-                    changed = True
-                else:
-                    new_ids = [v.id for v in ids]
-                    if set(self._phi_inputs.get(cur.id, ())) != set(new_ids):
-                        self._phi_inputs[cur.id] = new_ids
-                        changed = True
-        return changed
-
     def _optimize_phis(self) -> None:
         if not self._phi_inputs:
             return
@@ -568,106 +347,3 @@ class Dataflow:
                             uses.append((user, k, pix))
             if entry_root is not None and entry_root in roots:
                 v.live_out = True
-
-
-def _branches(instr: Instruction) -> list[Computation]:
-    b = instr.attrs.get("branch_computations")
-    if isinstance(b, list):
-        return b
-    out = []
-    for key in ("true_computation", "false_computation"):
-        c = instr.attrs.get(key)
-        if isinstance(c, Computation):
-            out.append(c)
-    return out
-
-
-def _async_wrapped(instr: Instruction) -> Computation | None:
-    cur = instr
-    for _ in range(64):
-        c = cur.attrs.get("calls")
-        if isinstance(c, Computation):
-            return c
-        if isinstance(c, list) and c:
-            return c[0]
-        if not cur.operands or cur.operands[0].opcode not in ("async-start", "async-update"):
-            return None
-        cur = cur.operands[0]
-    return None
-
-
-def _async_bound_operands(instr: Instruction) -> list[Instruction]:
-    """Operands bound so far along an async chain (start's operands plus
-    each update's extra operands)."""
-    chain: list[Instruction] = []
-    cur = instr
-    while cur.opcode in ("async-update", "async-done") and cur.operands:
-        chain.append(cur)
-        cur = cur.operands[0]
-    bound = list(cur.operands) if cur.opcode == "async-start" else []
-    for c in reversed(chain):
-        bound.extend(c.operands[1:])
-    return bound
-
-
-class PhiGraph:
-    """XLA's ``PhiGraph::Optimize``: a phi whose inputs (minus itself) are
-    all one value, or a closure of phis fed by exactly one non-phi value, is
-    replaced by that value.  Returns {phi id: replacement id}."""
-
-    def __init__(self, phi_inputs: dict[int, list[int]], deleted: set[int]):
-        self.inputs = {k: list(v) for k, v in phi_inputs.items() if k not in deleted}
-        self.forward: dict[int, int] = {}
-
-    def find(self, x: int) -> int:
-        path = []
-        while x in self.forward:
-            path.append(x)
-            x = self.forward[x]
-        for p in path:
-            self.forward[p] = x
-        return x
-
-    def optimize(self) -> dict[int, int]:
-        phis = self.inputs
-        changed = True
-        while changed:
-            changed = False
-            checked: set[int] = set()
-            for node in list(phis):
-                if node in self.forward:
-                    continue
-                ops = [self.find(x) for x in phis[node]]
-                ops = [x for x in ops if x != node]
-                phis[node] = ops
-                if not ops:
-                    continue
-                if all(x == ops[0] for x in ops):
-                    self.forward[node] = ops[0]
-                    changed = True
-                    continue
-                if node in checked:
-                    continue
-                work = [node]
-                seen: set[int] = set()
-                non_phi: int | None = None
-                ok = True
-                while work:
-                    t = self.find(work.pop(0))
-                    if t in seen:
-                        continue
-                    seen.add(t)
-                    checked.add(t)
-                    if t in phis and t not in self.forward:
-                        work.extend(phis[t])
-                    else:
-                        if non_phi is not None and non_phi != t:
-                            ok = False
-                            break
-                        non_phi = t
-                if ok and non_phi is not None:
-                    for t in seen:
-                        if t != non_phi and t in phis:
-                            self.forward[t] = non_phi
-                            changed = True
-        return {k: self.find(k) for k in self.forward}

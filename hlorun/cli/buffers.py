@@ -69,7 +69,7 @@ def buffers(file, pipeline_name, platform, in_place, no_alias, to_print, dump_to
         spec = load_pipeline(pipeline_name)
         if platform:
             spec = spec.with_target(platform=platform)
-        from ..buffers.alias_rules import validate_targets
+        from ..buffers.targets import validate_targets
         targets.update(validate_targets(spec.section("custom_call_targets") or {}))
         result = run_pipeline(module, spec, RunOptions(verify_each=False, keep_going=True))
         if result.failure is not None:
