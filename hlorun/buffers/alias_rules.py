@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..ir.module import Computation, Instruction
+from ..ir.module import Instruction
 from ..ir.opcode import ELEMENTWISE
 from .targets import TargetPolicy, TargetTable
 
