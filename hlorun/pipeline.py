@@ -77,8 +77,19 @@ class PipelineRunner:
         self._passes: dict[int, Pass] = {}
         self._checkers: dict[int, Any] = {}
         self._global = [self._checker(c) for c in spec.checkers]
-        self._tracked = {id(s.checker): self._checker(s.checker)
-                         for _, s in spec.walk() if isinstance(s, CheckStep)}
+        # Checkers of check: steps, one instance per (name, options): they run
+        # after every changed pass to record when each finding first appeared.
+        self._tracked: dict[tuple, Any] = {}
+        self._step_key: dict[int, tuple] = {}
+        for _, s in spec.walk():
+            if isinstance(s, CheckStep):
+                key = (s.checker.name, repr(sorted(s.checker.options.items())))
+                self._step_key[id(s.checker)] = key
+                if key not in self._tracked:
+                    self._tracked[key] = self._checker(s.checker)
+        self._tracked_findings: dict[tuple, list[Diagnostic]] = {}
+        self._changes = 0  # passes that reported a change so far
+        self._tracked_at = -1  # value of _changes when the tracked checkers last ran
         self._first_seen: dict[tuple, tuple[str, int]] = {}
         self._fingerprint: int | None = None
         self.index = 0
@@ -132,8 +143,20 @@ class PipelineRunner:
         """Record when each finding of a check step's checker first appears."""
         if not self._tracked:
             return
-        for d in self._run_checkers(self._tracked.values(), module):
-            self._first_seen.setdefault((d.rule, d.computation, d.instruction), (after, index))
+        for key, checker in self._tracked.items():
+            diags = self._run_checkers([checker], module)
+            self._tracked_findings[key] = diags
+            for d in diags:
+                self._first_seen.setdefault((d.rule, d.computation, d.instruction), (after, index))
+        self._tracked_at = self._changes
+
+    def _check_step(self, step: CheckStep, module: Module) -> list[Diagnostic]:
+        """Findings of a check: step (reused from the last tracking run when
+        no pass has reported a change since)."""
+        key = self._step_key[id(step.checker)]
+        if self._tracked_at == self._changes and key in self._tracked_findings:
+            return self._tracked_findings[key]
+        return self._run_checkers([self._tracked[key]], module)
 
     def _fingerprint_of(self, module: Module) -> int:
         assert self.result is not None
@@ -213,7 +236,7 @@ class PipelineRunner:
             for s in steps:
                 if isinstance(s, CheckStep):
                     nxt = names[k] if k < len(names) else "pipeline-end"
-                    self._violations(self._run_checkers([self._tracked[id(s.checker)]], module),
+                    self._violations(self._check_step(s, module),
                                      self._last_path("pipeline-start"), self._last_index(), module,
                                      precondition_of="/".join(path + (nxt,)),
                                      checked_at="/".join(path))
@@ -315,6 +338,7 @@ class PipelineRunner:
                                          message=f"pass {step.name} {ev.changed_mismatch}")],
                              path, ev.index, module)
         if changed:
+            self._changes += 1
             self._track(module, path, ev.index)
             if self.options.verify_each:
                 self._violations(self._run_checkers(self._global + scoped, module), path,
