@@ -1,0 +1,123 @@
+"""Candidates for one GEMM: every Triton config of the search space and every
+BLAS algorithm, each feasible (with an estimated time) or rejected (with
+its reasons).  Nothing is dropped silently: a rejected candidate stays in
+the list and in the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import blas as B
+from .cost import PARAMS, CostParams, Estimate, Tile, blas_time, kernel_time
+from .devices import DeviceSpec
+from .problem import GemmProblem
+from .triton import Resources, SearchSpace, TritonConfig, check, resources
+
+TRITON = "triton"
+BACKENDS = ("triton", "cublas", "cublaslt", "rocblas", "hipblaslt")
+
+
+@dataclass
+class Candidate:
+    backend: str                               # triton | cublas | cublaslt | rocblas | hipblaslt
+    config: TritonConfig | None = None
+    algorithm: B.BlasAlgorithm | None = None
+    reasons: list[str] = field(default_factory=list)
+    resources: Resources | None = None
+    estimate: Estimate | None = None
+    notes: list[str] = field(default_factory=list)
+    scratch_bytes: int = 0
+    forced: bool = False
+
+    @property
+    def feasible(self) -> bool:
+        return not self.reasons
+
+    @property
+    def is_blas(self) -> bool:
+        return self.backend != TRITON
+
+    @property
+    def ns(self) -> float:
+        return self.estimate.ns if self.estimate is not None else float("inf")
+
+    @property
+    def label(self) -> str:
+        if self.config is not None:
+            return f"triton {self.config.label}"
+        if self.algorithm is not None:
+            return f"{self.backend} {self.algorithm.label}"
+        return self.backend
+
+    @property
+    def key(self) -> str:
+        """Stable identity (cache keys, noise seeds)."""
+        if self.config is not None:
+            return f"triton:{self.config.label}"
+        if self.algorithm is not None:
+            return f"{self.backend}:{self.algorithm.index}"
+        return self.backend
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "label": self.label,
+                "config": self.config.to_json() if self.config else None,
+                "algorithm": self.algorithm.index if self.algorithm else None,
+                "feasible": self.feasible, "reasons": list(self.reasons),
+                "estimate": self.estimate.to_json() if self.estimate else None,
+                "resources": self.resources.to_json() if self.resources else None,
+                "notes": list(self.notes), "forced": self.forced}
+
+
+def triton_estimate(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec,
+                    res: Resources | None = None, params: CostParams = PARAMS) -> Estimate:
+    res = res or resources(cfg, problem, device)
+    tile = Tile(cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, cfg.split_k)
+    return kernel_time(problem, device, tile, "triton", res.smem, res.registers_per_thread, params)
+
+
+def triton_candidate(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec,
+                     params: CostParams = PARAMS, forced: bool = False) -> Candidate:
+    res = resources(cfg, problem, device)
+    why = check(cfg, problem, device, res)
+    c = Candidate(TRITON, config=cfg, reasons=why, resources=res, forced=forced)
+    if not why:
+        c.estimate = triton_estimate(cfg, problem, device, res, params)
+    if res.epilogue_smem:
+        c.notes.append(f"epilogue layout conversion through shared memory: {res.epilogue_smem} B "
+                       f"({res.epilogue_reason})")
+    return c
+
+
+def triton_candidates(problem: GemmProblem, device: DeviceSpec, *, exhaustive: bool = False,
+                      split_k: bool = False, params: CostParams = PARAMS) -> list[Candidate]:
+    space = SearchSpace(problem, device, exhaustive=exhaustive, split_k=split_k)
+    return [triton_candidate(cfg, problem, device, params) for cfg in space.configs()]
+
+
+def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,
+                    params: CostParams = PARAMS) -> list[Candidate]:
+    """The library's algorithms, or one rejected candidate saying why the
+    library cannot take this GEMM."""
+    why = B.library_reasons(lib, problem, device)
+    if why:
+        return [Candidate(lib, reasons=why)]
+    layout_note = []
+    if not problem.output_canonical and problem.output_shape is not None:
+        rank = len(problem.output_shape.dimensions)
+        canon = "{" + ",".join(str(i) for i in range(rank - 1, -1, -1)) + "}"
+        layout_note.append(f"pins the output layout to the canonical {canon} "
+                           f"(the GEMM result has {problem.output_shape.layout})")
+
+    def est(t):
+        bm, bn, bk, st, sk = t
+        return blas_time(problem, device, bm, bn, bk, st, sk, params).ns
+    out = []
+    for alg in B.algorithms(lib, problem, device, est):
+        e = blas_time(problem, device, alg.block_m, alg.block_n, alg.block_k, alg.stages, alg.split_k, params)
+        c = Candidate(lib, algorithm=alg, estimate=e, notes=list(layout_note),
+                      scratch_bytes=B.WORKSPACE_BYTES if B.LIBRARIES[lib].lt else 0)
+        if "unfused_kernels" in e.parts:
+            c.notes.append(f"prologue/epilogue left as separate kernels (+{e.parts['unfused_kernels']:.2f} us)")
+        out.append(c)
+    return out
