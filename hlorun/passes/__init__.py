@@ -14,16 +14,19 @@ from importlib import import_module
 from .base import OpcodeRewriter, Pass, Remark, Target
 
 REGISTRY: dict[str, str] = {
+    "autotuner": "hlorun.passes.autotuner:Autotuner",
     "cse": "hlorun.passes.cse:HloCSE",
     "cublas-gemm-broadcast-folding-rewriter":
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
     "dce": "hlorun.passes.dce:HloDCE",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
+    "gemm-fusion": "hlorun.passes.gemm_fusion:GemmFusionAlias",
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
     "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",
+    "triton-gemm-rewriter": "hlorun.passes.gemm_fusion:GemmFusion",
     "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",
 }
 
