@@ -29,6 +29,8 @@ class Candidate:
     notes: list[str] = field(default_factory=list)
     scratch_bytes: int = 0
     forced: bool = False
+    #: for a rejected Triton config: what it would have taken had it fit
+    hypothetical: Estimate | None = None
 
     @property
     def feasible(self) -> bool:
@@ -66,6 +68,7 @@ class Candidate:
                 "feasible": self.feasible, "reasons": list(self.reasons),
                 "estimate": self.estimate.to_json() if self.estimate else None,
                 "resources": self.resources.to_json() if self.resources else None,
+                "hypothetical": self.hypothetical.to_json() if self.hypothetical else None,
                 "notes": list(self.notes), "forced": self.forced}
 
 
@@ -83,6 +86,8 @@ def triton_candidate(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec
     c = Candidate(TRITON, config=cfg, reasons=why, resources=res, forced=forced)
     if not why:
         c.estimate = triton_estimate(cfg, problem, device, res, params)
+    else:
+        c.hypothetical = triton_estimate(cfg, problem, device, res, params)
     if res.epilogue_smem:
         c.notes.append(f"epilogue layout conversion through shared memory: {res.epilogue_smem} B "
                        f"({res.epilogue_reason})")

@@ -131,6 +131,22 @@ class Decision:
     def rejected(self) -> list[Candidate]:
         return [c for c in self.candidates if not c.feasible]
 
+    def rejection_cost(self) -> dict[str, Any] | None:
+        """The fastest rejected config (by the model, had it fit) when it
+        beats the winner: what the rejection costs (S4)."""
+        hyp = [c for c in self.rejected if c.hypothetical is not None]
+        if not hyp or self.winner is None or self.winner.estimate is None:
+            return None
+        best = min(hyp, key=lambda c: c.hypothetical.ns)
+        if best.hypothetical.ns >= self.winner.ns:
+            return None
+        flops = self.problem.flops if self.problem is not None else 0
+        return {"label": best.label, "reasons": list(best.reasons),
+                "would_take_ns": round(best.hypothetical.ns, 1), "winner_ns": round(self.winner.ns, 1),
+                "slowdown": round(self.winner.ns / best.hypothetical.ns - 1, 4),
+                "tflops_rejected": round(flops / best.hypothetical.ns / 1e3, 1) if flops else None,
+                "tflops_winner": round(flops / self.winner.ns / 1e3, 1) if flops else None}
+
     def to_json(self) -> dict[str, Any]:
         p = self.problem
         return {
@@ -146,6 +162,7 @@ class Decision:
             "flip_seeds": self.flip_seeds,
             "considered": len(self.candidates), "feasible": len(self.feasible),
             "rejected": [{"label": c.label, "reasons": c.reasons} for c in self.rejected],
+            "rejection_cost": self.rejection_cost(),
             "candidates": [c.to_json() for c in self.candidates],
             "measured_ns": {k: round(v, 1) for k, v in self.measured.items()},
             "notes": list(self.notes),

@@ -198,7 +198,13 @@ class Autotuner(Pass):
                 dec.source = "forced"
                 dec.notes.append(f"--force-backend {force.text}")
         if dec.winner is None:
-            reasons = [f"{c.label}: {'; '.join(c.reasons)}" for c in cands if c.reasons][:4]
+            reasons = []
+            for c in [c for c in cands if c.reasons][:4]:
+                r = f"{c.label}: {'; '.join(c.reasons)}"
+                if c.hypothetical is not None and p.flops:
+                    r += (f" (had it fit: {c.hypothetical.ns / 1e3:.1f} us, "
+                          f"{p.flops / c.hypothetical.ns / 1e3:.0f} TFLOP/s)")
+                reasons.append(r)
             what = f"forced {force.text}" if force is not None else "every candidate"
             raise PassError(f"{g.name} [{p.shape_text} {p.types_text}] on {d.name}: {what} rejected: "
                             + " | ".join(reasons), instruction=g.name,
@@ -267,6 +273,10 @@ class Autotuner(Pass):
             s += f" over {dec.runner_up.label} ({dec.runner_up.ns / 1e3:.2f} us, margin {dec.margin:+.1%})"
         if dec.flip_rate is not None:
             s += f"; flips in {dec.flip_rate:.0%} of {dec.flip_seeds} seeds"
+        rc = dec.rejection_cost()
+        if rc is not None:
+            s += (f"; rejected {rc['label']} would have been {rc['slowdown']:.0%} faster "
+                  f"({rc['reasons'][0].split(' [')[0]})")
         s += f"; {len(dec.feasible)} feasible, {len(dec.rejected)} rejected of {len(dec.candidates)}"
         return s
 
