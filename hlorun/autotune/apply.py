@@ -74,6 +74,19 @@ def _inline(fusion: Instruction, body: Computation) -> Instruction:
     return root
 
 
+def set_blas_algorithm(call: Instruction, algorithm: int) -> None:
+    """XLA's CublasLtBackend::ApplyConfig: the chosen algorithm and the
+    workspace it was profiled with."""
+    from ..passes.gemm_rewriter.config import read_gemm_config, write_gemm_config
+    g = read_gemm_config(call)
+    g["selected_algorithm"] = str(algorithm)
+    ws = call.shape.tuple_shapes[-1] if call.shape.is_tuple else None
+    if (call.custom_call_target or "").startswith("__cublas$lt$") and ws is not None \
+            and ws.element_type == "s8":
+        g["autotune_workspace_size"] = str(ws.byte_size())
+    write_gemm_config(call, g)
+
+
 def find_blas_call(instrs) -> Instruction | None:
     for i in instrs:
         if i.opcode == "custom-call" and (i.custom_call_target or "").startswith("__cublas$"):
@@ -103,13 +116,7 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
         why = "; ".join(r.message for r in rewriter.remarks if r.kind == "missed") or "no dot rewritten"
         raise PassError(f"BLAS fission of {fusion.name} found no GEMM for {lib.label}: {why}",
                         instruction=fusion.name, computation=fusion.parent.name if fusion.parent else None)
-    g = read_gemm_config(call)
-    g["selected_algorithm"] = str(algorithm)
-    ws = call.shape.tuple_shapes[-1] if call.shape.is_tuple else None
-    if lib.lt and ws is not None and ws.element_type == "s8":
-        # XLA's ApplyConfig: the workspace the algorithm was profiled with
-        g["autotune_workspace_size"] = str(ws.byte_size())
-    write_gemm_config(call, g)
+    set_blas_algorithm(call, algorithm)
     parent = fusion.parent
     before = set(parent.instructions)
     _inline(fusion, body)

@@ -180,7 +180,7 @@ MI300X = DeviceSpec(
     core_count=304,                          # [MI300X-DS] 304 CUs; [XLA-SPEC] mi300 core_count
     core_word="CU",
     shared_memory_per_block=64 * KiB,        # [CDNA3-WP] 64 KB LDS per CU; [XLA-SPEC] 65536
-    shared_memory_per_core=64 * KiB,
+    shared_memory_per_core=64 * KiB,         # [CDNA3-WP] 64 KB LDS per CU; [XLA-SPEC] mi300 shared_memory_per_core
     registers_per_core=131072,               # [CDNA3-WP] 512 KB VGPR file per CU (4 SIMDs x 128 KB); [XLA-SPEC] 131072
     registers_per_block=131072,              # [XLA-SPEC] registers_per_block_limit
     max_registers_per_thread=512,            # [CDNA3-WP] 512 unified VGPRs (arch+acc) per wave lane
@@ -207,7 +207,7 @@ MI355X = DeviceSpec(
     core_count=256,                          # [MI355X-DS] 256 CUs (8 XCDs x 32); [XLA-SPEC] mi350 core_count
     core_word="CU",
     shared_memory_per_block=160 * KiB,       # [CDNA4-WP] LDS grown to 160 KB per CU; [XLA-SPEC] 163840
-    shared_memory_per_core=160 * KiB,
+    shared_memory_per_core=160 * KiB,        # [CDNA4-WP] 160 KB LDS per CU; [XLA-SPEC] mi350 shared_memory_per_core
     registers_per_core=131072, registers_per_block=131072,   # [XLA-SPEC] mi350: 131072
     max_registers_per_thread=512,            # [CDNA4-WP] 512 unified VGPRs per lane
     threads_per_warp=64, threads_per_block=1024,
@@ -236,7 +236,7 @@ PVC = DeviceSpec(
     shared_memory_per_block=128 * KiB,       # [PVC-OPT] SLM up to 128 KB per work-group; [XLA-SPEC] pvc 131072
     shared_memory_per_core=128 * KiB,        # [PVC-OPT] 128 KB SLM per Xe-core (carved from 512 KB L1/SLM)
     registers_per_core=131072,               # [PVC-OPT] 8 vector engines x 8 threads x 128 GRF x 64 B = 512 KB
-    registers_per_block=131072,              # a work-group runs on one Xe-core
+    registers_per_block=131072,              # [PVC-OPT] a work-group runs on one Xe-core: its whole GRF
     max_registers_per_thread=128,            # [PVC-OPT] large-GRF mode: 256 x 64 B GRF per hardware thread = 16 KB,
                                              # shared by a 32-wide sub-group = 128 32-bit registers per work-item
     threads_per_warp=32, threads_per_block=1024,   # [XLA-SPEC] pvc threads_per_warp 32, threads_per_block_limit 1024

@@ -32,7 +32,8 @@ from ...autotune.candidates import (TRITON, Candidate, blas_candidates, triton_c
                                     triton_candidates)
 from ...autotune.devices import DeviceSpec, get_device
 from ...autotune.force import Force, force_for, parse_force
-from ...autotune.problem import GemmProblem, find_dot, gemm_problem, is_triton_gemm_fusion
+from ...autotune.problem import (GemmProblem, find_dot, gemm_problem, is_blas_call,
+                                       is_triton_gemm_fusion)
 from ...autotune.select import Decision, decide, model_pick, runner_up
 from ...ir.module import Instruction, Module
 from ...source import PassError, UsageError
@@ -117,7 +118,7 @@ class Autotuner(Pass):
         for comp in module.computation_post_order():
             if comp in called:
                 continue
-            out.extend(i for i in comp.post_order() if is_triton_gemm_fusion(i))
+            out.extend(i for i in comp.post_order() if is_triton_gemm_fusion(i) or is_blas_call(i))
         return out
 
     def _blas(self, lib: str, g: Instruction, dot: Instruction, p: GemmProblem,
@@ -132,7 +133,30 @@ class Autotuner(Pass):
             return [Candidate(lib, reasons=[f"{B.LIBRARIES[lib].label}: {why}"])]
         return blas_candidates(lib, p, d)
 
+    def call_library(self, call: Instruction, d: DeviceSpec) -> str:
+        lt = (call.custom_call_target or "").startswith("__cublas$lt$")
+        for lib in d.blas_libraries:
+            if B.LIBRARIES[lib].lt == lt:
+                return lib
+        return "hipblaslt" if d.is_rocm and lt else ("rocblas" if d.is_rocm else ("cublaslt" if lt else "cublas"))
+
     def candidates(self, g: Instruction, p: GemmProblem, d: DeviceSpec, force: Force | None) -> list[Candidate]:
+        if is_blas_call(g):
+            # an existing library call: only its library's algorithms (XLA's
+            # CublasLtBackend / GemmAlgorithmPicker)
+            lib = self.call_library(g, d)
+            cands = blas_candidates(lib, p, d)
+            if force is not None and force.backend not in (lib,):
+                raise PassError(f"{g.name} is already a {B.LIBRARIES[lib].label} call; "
+                                f"--force-backend {force.text} cannot apply", instruction=g.name)
+            if force is not None and force.algorithm is not None:
+                hit = [c for c in cands if c.algorithm is not None and c.algorithm.index == force.algorithm]
+                if not hit:
+                    raise PassError(f"{g.name}: forced {force.text}, but {B.LIBRARIES[lib].label} offers "
+                                    f"algorithms 0..{len(cands) - 1}", instruction=g.name)
+                hit[0].forced = True
+                return hit
+            return cands
         dot = find_dot(g.fused_computation)
         cands: list[Candidate] = []
         if force is not None and force.backend == TRITON:
@@ -180,7 +204,7 @@ class Autotuner(Pass):
 
     def tune(self, g: Instruction, d: DeviceSpec, cache: Cache, xres: XlaResults | None) -> bool:
         p = gemm_problem(g)
-        dot = find_dot(g.fused_computation)
+        dot = find_dot(g.fused_computation) if g.opcode == "fusion" else None
         names = (g.name, dot.name if dot else "", g.name.removeprefix("gemm_fusion_"))
         force = force_for(self.forces, names)
         cands = self.candidates(g, p, d, force)
@@ -281,6 +305,11 @@ class Autotuner(Pass):
         return s
 
     def apply(self, g: Instruction, w: Candidate, d: DeviceSpec) -> bool:
+        if is_blas_call(g):
+            from ...autotune.apply import set_blas_algorithm
+            before = g.attrs.get("backend_config")
+            set_blas_algorithm(g, w.algorithm.index if w.algorithm else 0)
+            return g.attrs.get("backend_config") != before
         if w.backend == TRITON:
             before = g.attrs.get("backend_config")
             apply_triton(g, w.config)
