@@ -1006,6 +1006,7 @@ def decompose_bitcast(input_shape: Shape, output_shape: Shape):
     return decompose_bitcast_to_trt(input_shape, output_shape)
 
 
+@lru_cache(maxsize=65536)
 def align_layouts(input_shape: Shape, output_shape: Shape) -> Shape | None:
     """``ShapeUtil::AlignLayouts``: ``output_shape`` with a layout that makes
     reshaping ``input_shape`` into it a bitcast, or None if there is none

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir import edit
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import ELEMENTWISE_BINARY as _BINARY, ELEMENTWISE_UNARY as _UNARY
 from ..ir.shape import Shape
@@ -178,82 +179,15 @@ def _int_list(values) -> str:
     return "{" + ",".join(str(int(v)) for v in values) + "}"
 
 
-def _op_name(instr: Instruction) -> bool:
-    text = instr.attrs.get("metadata")
-    return bool(text) and bool(instr.metadata.get("op_name"))
-
-
-_SIDE_EFFECTING = frozenset({
-    "send", "send-done", "recv", "recv-done", "rng", "rng-get-and-update-state", "infeed",
-    "outfeed", "all-reduce-start", "all-reduce-done", "all-gather-start", "all-gather-done",
-    "collective-broadcast", "collective-permute-start", "collective-permute-done",
-})
-
-
-def _has_side_effect(instr: Instruction) -> bool:
-    if instr.opcode in _SIDE_EFFECTING:
-        return True
-    if instr.opcode == "custom-call":
-        return instr.attrs.get("custom_call_has_side_effect") == "true"
-    if instr.opcode in ("all-reduce", "all-gather", "all-to-all", "reduce-scatter",
-                        "collective-permute"):
-        return "channel_id" in instr.attrs or instr.attrs.get("constrain_layout") == "true"
-    return False
-
-
-def remove_instruction_and_unused_operands(comp: Computation, instr: Instruction) -> None:
-    """``HloComputation::RemoveInstructionAndUnusedOperands`` (parameters
-    and side-effecting instructions stay)."""
-    from collections import deque
-    work = deque([instr])
-    removed: set[Instruction] = set()
-    while work:
-        item = work.popleft()
-        if item in removed or item.parent is not comp or item._users or item is comp.root \
-                or item.opcode == "parameter" or item.control_predecessors \
-                or item.control_successors or (item is not instr and _has_side_effect(item)):
-            continue
-        work.extend(item.operands)
-        comp.remove_instruction(item)
-        removed.add(item)
-
-
 def replace_instruction(old: Instruction, new: Instruction, remove_unused_operands: bool = True
                         ) -> None:
     """``HloComputation::ReplaceInstructionWithDifferentShape`` with
-    relayed control dependencies (what DfsHloRewriteVisitor uses)."""
+    relayed control dependencies (what DfsHloRewriteVisitor uses):
+    metadata carried over, the old name kept for the same opcode, dead
+    operands removed (:func:`hlorun.ir.edit.replace_instruction`)."""
     comp = old.parent
     assert comp is not None
     if new.parent is None:
         add_instruction(comp, new)
-    for p in list(old.control_predecessors):
-        if p is not new:
-            p.add_control_dependency_to(new)
-    for s in list(old.control_successors):
-        if s is not new:
-            new.add_control_dependency_to(s)
-    old.drop_all_control_deps()
-    if "metadata" in old.attrs and not _op_name(new) and _op_name(old):
-        new.attrs["metadata"] = old.attrs["metadata"]
-    if "sharding" not in new.attrs and "sharding" in old.attrs:
-        new.attrs["sharding"] = old.attrs["sharding"]
-    old.replace_all_uses_with(new)
-    if old.opcode == new.opcode and (old.opcode != "custom-call"
-                                     or old.custom_call_target == new.custom_call_target):
-        _rename(new, old.name)
-    if remove_unused_operands:
-        remove_instruction_and_unused_operands(comp, old)
-    else:
-        comp.remove_instruction(old)
-
-
-def _rename(instr: Instruction, name: str) -> None:
-    comp = instr.parent
-    if instr.name == name or comp is None:
-        return
-    if comp._names is not None:
-        comp._names.pop(instr.name, None)
-        comp._names[name] = instr
-    instr.name = name
-    if comp.module is not None:
-        comp.module.reserve_name(name)
+    edit.replace_instruction(comp, old, new, relay_control_dependency=True,
+                             remove_unused_operands=remove_unused_operands, check_shape=False)

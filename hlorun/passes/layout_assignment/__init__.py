@@ -79,12 +79,12 @@ class LayoutAssignment(Pass):
         for p, shape in zip(comp.parameters, params):
             if p is not None and shape is not None and shape.is_array and shape.layout is not None:
                 prop.set_buffer_layout(shape.layout, p)
-        for instr in comp.post_order():
+        for instr in prop.order:
             self._callee_constraints(prop, instr)
         if result is not None:
             prop.set_result_layout(result)
         # 2. backend constraints, reverse post order
-        for instr in reversed(comp.post_order()):
+        for instr in reversed(prop.order):
             if instr.opcode == "dot":
                 add_dot_constraints(prop, instr, free_output=self.free_gemm_output)
             elif instr.opcode == "transpose" and not self.free_gemm_output:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from ...ir.module import Computation, Instruction
@@ -91,6 +92,7 @@ def operand_always_propagates_to_siblings(instr: Instruction) -> bool:
     return instr.opcode == "reduce" or not can_change_layout(instr)
 
 
+@lru_cache(maxsize=65536)
 def align_layouts_gpu(input_shape: Shape, output_shape: Shape) -> Layout | None:
     """GpuLayoutAssignment's ``AlignLayoutsGPU``: like ``AlignLayouts`` on
     the shapes without size-1 dimensions, but the size-1 dimensions keep
@@ -139,12 +141,13 @@ class Propagation:
 
     def __init__(self, comp: Computation, reduction_threshold: int | None = 32):
         self.comp = comp
+        self.order = comp.post_order()
         self.reduction_threshold = reduction_threshold
         self.buffers: dict[Instruction, Constraint] = {}
         self.operands: dict[tuple[Instruction, int], Constraint] = {}
         self.added: list[Constraint] = []
         self.unconstrained: dict[Instruction, None] = {
-            i: None for i in comp.post_order() if self.defines_buffer(i)}
+            i: None for i in self.order if self.defines_buffer(i)}
 
     # -- buffers --------------------------------------------------------------------
     @staticmethod
@@ -402,7 +405,7 @@ class Propagation:
         result.  Returns True if any shape changed or a copy was added."""
         from ..dfs_rewrite import add_instruction
         changed = False
-        for instr in self.comp.post_order():
+        for instr in self.order:
             new_shape = self._assigned_shape(instr)
             if new_shape != instr.shape:
                 instr.shape = new_shape
