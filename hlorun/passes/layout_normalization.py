@@ -341,6 +341,52 @@ class _Visitor(DfsRewriteVisitor):
                        [new_operand, new_update] + starts, None, hlo)
         self.replace(hlo, self.maybe_bitcast(new, s), "dynamic-update-slice on the descending layout")
 
+    def handle_scatter(self, hlo: Instruction) -> None:
+        n = (len(hlo.operands) - 1) // 2
+        operands, indices, updates = hlo.operands[:n], hlo.operands[n], hlo.operands[n + 1:]
+        if any(o.shape.layout != operands[0].shape.layout for o in operands):
+            raise _RetCheck("FailedPrecondition: All scatter operands must have the same layout")
+        new_operands = [self.normalized_input(o) for o in operands]
+        if any(u.shape.layout != updates[0].shape.layout for u in updates):
+            raise _RetCheck("FailedPrecondition: All scatter updates must have the same layout")
+        new_updates = [self.normalized_input(u) for u in updates]
+        uwd = list(hlo.int_list("update_window_dims"))
+        iwd = list(hlo.int_list("inserted_window_dims"))
+        s2o = list(hlo.int_list("scatter_dims_to_operand_dims"))
+        ivd = int(hlo.attrs.get("index_vector_dim", "0"))
+        if updates[0].shape.rank - len(uwd) > 1:
+            raise _RetCheck("FailedPrecondition: There should be just a single scatter dimension. "
+                            "Make sure to run ScatterSimplifier before LayoutNormalization")
+        new_indices = self.normalized_input(indices)
+        indices_perm = inverse_permutation(to_transpose_dims(indices.shape))
+        layout_perm = to_transpose_dims(operands[0].shape)
+        operand_perm = inverse_permutation(layout_perm)
+        update_perm = inverse_permutation(to_transpose_dims(updates[0].shape))
+        new_ivd = indices_perm[ivd] if ivd < len(indices_perm) else ivd
+        new_s2o = [operand_perm[d] for d in s2o]
+        new_uwd = [update_perm[d] for d in uwd]
+        window: list[int] = []
+        j = k = 0
+        for i in range(len(operand_perm)):
+            if j < len(iwd) and iwd[j] == i:
+                window.append(-1)
+                j += 1
+            else:
+                window.append(new_uwd[k])
+                k += 1
+        permuted = compose_permutations(window, layout_perm)
+        attrs = {"update_window_dims": _ints([d for d in permuted if d != -1]),
+                 "inserted_window_dims": _ints([i for i, d in enumerate(permuted) if d == -1]),
+                 "scatter_dims_to_operand_dims": _ints(new_s2o),
+                 "index_vector_dim": str(new_ivd)}
+        for key in ("indices_are_sorted", "unique_indices", "to_apply"):
+            if key in hlo.attrs:
+                attrs[key] = hlo.attrs[key]
+        shape = new_operands[0].shape if not hlo.shape.is_tuple else \
+            Shape.tuple(o.shape for o in new_operands)
+        new = self.new("scatter", shape, new_operands + [new_indices] + new_updates, attrs)
+        self.replace(hlo, self.maybe_bitcast(new, hlo.shape), "scatter on descending layouts")
+
     def handle_convolution(self, hlo: Instruction) -> None:
         ops = [self.normalized_input(o) for o in hlo.operands]
         normalized = normalize(hlo.shape)
