@@ -493,6 +493,8 @@ class _Builder(Transformer):
             if inferred is None:
                 self.fail(f"cannot infer shape for opcode: {opcode}", op_off)
             shape = inferred
+        if base_opcode == "broadcast" and "dimensions" not in attrs:
+            attrs["dimensions"] = "{}"  # a scalar's broadcast: XLA fills and prints {}
         if base_opcode in _OWN_SHAPE and sugar is None:
             shape = _own_shape(base_opcode, operands, shape)
         instr = Instruction(opcode, shape, operands, name=name, attrs=attrs)

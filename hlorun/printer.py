@@ -45,10 +45,12 @@ class PrintOptions:
 
 PRESETS: dict[str, PrintOptions] = {
     "full": PrintOptions(),
-    "long": PrintOptions(operand_shapes=True),
+    # XLA's print_operand_shape and ShortParsable options: get-tuple-elements
+    # are instructions there (compact ``%x#0`` operands are a dump flag).
+    "long": PrintOptions(operand_shapes=True, compact_gte=False),
     "short": PrintOptions(percent=False, program_shape=False, metadata=False,
                           index_annotation_interval=0, control_dependencies=False,
-                          stack_frames=False),
+                          stack_frames=False, compact_gte=False),
     "diff": PrintOptions(metadata=False, backend_config=False, stack_frames=False),
     "canonical": PrintOptions(percent=False, program_shape=False, metadata=False,
                               backend_config=False, canonical_names=True,
