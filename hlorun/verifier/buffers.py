@@ -183,7 +183,8 @@ def check_buffers(module: Module, opts: Any, ctx: Any) -> Iterator[Finding]:
                 if instr.operands and instr.operands[0].shape.is_buffer:
                     m = rules.unique_writers(instr)
                     if m is None and any(_has_buffer(o.shape) for o in instr.operands[1:]):
-                        m = f"Seen buffers while buffers aren't allowed in this context: {instr.name}"
+                        m = ("Seen buffers while buffers aren't allowed in this context: "
+                             f"{instr.name}")
                     if m is None and not instr.shape.is_buffer:
                         m = ("DynamicUpdateSlice result must be a buffer if operand 0 is a "
                              "buffer")

@@ -311,3 +311,54 @@ def _custom_call(instr: Instruction) -> list[str]:
 
 
 __all__ = ["check_instruction"]
+
+
+def original_value(instr: Instruction) -> str | None:
+    """``VerifyOriginalValue``: ``origin={...}`` has the tuple structure of
+    the shape (one ``{...}`` leaf per array leaf)."""
+    text = instr.attrs["origin"].strip()
+    if "synthetic_call" in text or not (text.startswith("{") and text.endswith("}")):
+        return None
+    body = text[1:-1].strip()
+    leaves: set[tuple[int, ...]] = set()
+    pos = 0
+
+    def value(index: tuple[int, ...]) -> None:
+        nonlocal pos
+        while pos < len(body) and body[pos] == " ":
+            pos += 1
+        if pos < len(body) and body[pos] == "(":
+            pos += 1
+            k = 0
+            while True:
+                while pos < len(body) and body[pos] in " ,":
+                    pos += 1
+                if pos >= len(body) or body[pos] == ")":
+                    pos += 1
+                    return
+                value(index + (k,))
+                k += 1
+        depth = 0
+        while pos < len(body):
+            ch = body[pos]
+            pos += 1
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif ch == '"':
+                while pos < len(body) and body[pos] != '"':
+                    pos += 2 if body[pos] == "\\" else 1
+                pos += 1
+        leaves.add(index)
+
+    value(())
+    shape_leaves = {index for index, _ in instr.shape.leaves()}
+    if leaves != shape_leaves:
+        only_shape = sorted(shape_leaves - leaves)
+        only_ov = sorted(leaves - shape_leaves)
+        return ("Mismatched tuple structure in shape and original value. Shape indices in shape "
+                f"only: {only_shape} Shape indices in original value only: {only_ov}")
+    return None

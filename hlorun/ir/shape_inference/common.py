@@ -170,7 +170,8 @@ def dynamic_flags(s: Shape) -> list[bool]:
     return list(s.dynamic) if s.dynamic is not None else [False] * len(s.dimensions)
 
 
-def ints(attrs: dict[str, Any], key: str, default: tuple[int, ...] | None = None) -> tuple[int, ...]:
+def ints(attrs: dict[str, Any], key: str,
+         default: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """An int-list attribute (``{1,2}``), or ``default`` when absent."""
     from ..attrs import parse_int_list
     v = attrs.get(key)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..shape import UNBOUNDED_SIZE, Layout, Shape, intern, is_array_type
-from .common import (COMPLEX_COMPONENT, InferenceError, change_type, compatible_ignoring_element_type,
-                     compatible_ignoring_fp, dynamic_flags, expect_array, higher_precision, human,
+from ..shape import Layout, Shape, intern, is_array_type
+from .common import (COMPLEX_COMPONENT, InferenceError, change_type,
+                     compatible_ignoring_element_type, compatible_ignoring_fp, dynamic_flags,
+                     expect_array, higher_precision, human,
                      is_complex, is_float, is_integral, is_signed, is_unbounded,
-                     is_unsigned_integral, make, same_dimensions, same_type_ignoring_fp,
+                     is_unsigned_integral, make, same_type_ignoring_fp,
                      storage_bits, type_bits, upper)
 
 _FLOAT_ONLY = frozenset({"floor", "cbrt", "ceil", "erf", "round-nearest-afz", "round-nearest-even"})
@@ -331,4 +332,4 @@ def infer_map(args: Sequence[Shape], params: Sequence[Shape], result: Shape,
 
 __all__ = ["UNARY", "BINARY", "infer_unary", "infer_binary", "infer_clamp", "infer_select",
            "infer_convert", "infer_bitcast_convert", "infer_stochastic_convert",
-           "infer_reduce_precision", "infer_map", "same_dimensions", "UNBOUNDED_SIZE"]
+           "infer_reduce_precision", "infer_map"]
