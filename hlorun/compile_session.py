@@ -20,6 +20,34 @@ from .pipeline import Listener, PipelineResult, RunOptions, run_pipeline
 JSON_SCHEMA = "hlorun.compile/1"
 
 
+class SessionCaptured(Exception):
+    """Raised by :meth:`CompileSession.run` inside :func:`capture_session`:
+    carries the fully configured session instead of running it."""
+
+    def __init__(self, session: "CompileSession"):
+        super().__init__("compile session captured")
+        self.session = session
+
+
+_capture = False
+
+
+def capture_session(invoke) -> "CompileSession":
+    """Call ``invoke()`` (e.g. the ``compile`` click callback with parsed
+    flags) and return the session it would run, without running it.  This
+    is how ``hlorun reduce -- compile ...`` honours every compile flag,
+    including ones added later, through compile's own click parser."""
+    global _capture
+    _capture = True
+    try:
+        invoke()
+    except SessionCaptured as c:
+        return c.session
+    finally:
+        _capture = False
+    raise RuntimeError("the compile command returned without building a session")
+
+
 @dataclass
 class CompileSession:
     file: str
@@ -74,6 +102,21 @@ class CompileSession:
                 parts += ["--" + k.replace("_", "-"), str(v)]
         return " ".join(shlex.quote(p) for p in parts)
 
+    # -- pieces other commands reuse (reduce, bisect, bug reports) ----------------------
+    def load_spec(self):
+        """The effective pipeline: ``--pipeline`` with the target overrides."""
+        from .pipeline_spec import load_pipeline
+        return load_pipeline(self.pipeline).with_target(**self.target_overrides)
+
+    def run_options(self, listeners: list[Listener]) -> RunOptions:
+        """RunOptions for this session's flags, with ``listeners`` and the
+        session's extra listeners."""
+        return RunOptions(verify_each=self.verify_each, check_changed=self.check_changed,
+                          disable=self.disable, enable_only=self.enable_only,
+                          disable_all=self.disable_all, pass_limit=self.pass_limit,
+                          keep_going=self.keep_going, clock=self.clock,
+                          listeners=list(listeners) + list(self.extra_listeners))
+
     # -- running ---------------------------------------------------------------------
     def _check_regexes(self) -> None:
         from .source import UsageError
@@ -88,8 +131,9 @@ class CompileSession:
         import sys
         self._check_regexes()
         from .parser import parse_module
-        from .pipeline_spec import load_pipeline
-        spec = load_pipeline(self.pipeline).with_target(**self.target_overrides)
+        if _capture:
+            raise SessionCaptured(self)
+        spec = self.load_spec()
         if self.file == "-":
             text, name = sys.stdin.read(), "<stdin>"
         else:
@@ -125,11 +169,7 @@ class CompileSession:
             from .repro import ReproListener
             repro = ReproListener(self.repro_dir, self)
             listeners.append(repro)
-        listeners.extend(self.extra_listeners)
-        options = RunOptions(verify_each=self.verify_each, check_changed=self.check_changed,
-                             disable=self.disable, enable_only=self.enable_only,
-                             disable_all=self.disable_all, pass_limit=self.pass_limit,
-                             keep_going=self.keep_going, listeners=listeners, clock=self.clock)
+        options = self.run_options(listeners)
         result = self.result = run_pipeline(module, spec, options)
         if repro is not None:
             self.repro = repro.bundle

@@ -192,3 +192,53 @@ def timeline(title: str, rows: Sequence[tuple[str, str, str, int, int, str]], en
             c.print(t)
         else:
             c.print(prefix + cells(start, stop))
+
+
+# ---------------------------------------------------------------------------
+# Shrinking progress (hlorun reduce)
+# ---------------------------------------------------------------------------
+
+
+class ShrinkProgress:
+    """A progress bar for work that shrinks a module: the bar is the share
+    of bytes removed so far; the text shows instructions and bytes (start
+    -> now), tests run and the current step.  Without a terminal, one plain
+    line per improvement (logs, CI).  ``enabled=False``: silent."""
+
+    def __init__(self, title: str, instructions: int, nbytes: int, enabled: bool = True):
+        self.title = title
+        self.start = (instructions, nbytes)
+        self.enabled = enabled
+        self._live = None
+        self._task = None
+        self._last = (instructions, nbytes)
+        if enabled and console().is_terminal:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            self._live = Progress(TextColumn("{task.description}"), BarColumn(),
+                                  TextColumn("{task.fields[size]}"), TextColumn("{task.fields[tests]}"),
+                                  TimeElapsedColumn(), console=console(), transient=False)
+            self._live.start()
+            self._task = self._live.add_task(title, total=max(1, nbytes), completed=0,
+                                             size=self._size(instructions, nbytes), tests="")
+
+    def _size(self, instructions: int, nbytes: int) -> str:
+        return (f"{self.start[0]} -> {instructions} instructions, "
+                f"{self.start[1]} -> {nbytes} bytes")
+
+    def update(self, instructions: int, nbytes: int, tests: int, step: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._live is not None:
+            self._live.update(self._task, completed=self.start[1] - nbytes,
+                              description=f"{self.title} [{step}]" if step else self.title,
+                              size=self._size(instructions, nbytes), tests=f"{tests} tests")
+            return
+        if (instructions, nbytes) != self._last:
+            self._last = (instructions, nbytes)
+            console().print(f"{self.title}: {self._size(instructions, nbytes)} ({tests} tests"
+                            + (f", {step}" if step else "") + ")")
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "opt": ("hlorun.cli.opt:opt", "Run just the listed passes (--passes=a,b{opt=v}) and print the module."),
     "passes": ("hlorun.cli.opt:passes_cmd", "List registered passes with their docs and options."),
     "pipelines": ("hlorun.cli.pipelines:pipelines_cmd", "List pipelines, or show one as a tree (disabled steps marked)."),
+    "reduce": ("hlorun.cli.reduce:reduce_cmd", "Shrink a module while a condition (violation, pass failure, backend, numerics, script) holds."),
     "replay": ("hlorun.cli.replay:replay_cmd", "Show an XLA dump directory as a pass table with per-pass diffs."),
 }
 
