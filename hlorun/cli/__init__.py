@@ -16,6 +16,7 @@ from .. import __version__
 
 #: command -> ("module:attribute", one-line help shown by ``hlorun --help``)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "bisect": ("hlorun.cli.bisect:bisect_cmd", "First pass after which a condition holds (--pass-limit search), or where two pipelines differ."),
     "buffers": ("hlorun.cli.buffers:buffers", "Assign buffers like XLA:GPU: allocations, memory report, live ranges, aliasing hazards."),
     "check": ("hlorun.cli.fmt:check", "Parse and verify HLO files; report diagnostics."),
     "compile": ("hlorun.cli.compile:compile_cmd", "Run a YAML pipeline on a module: pass table, diffs, violations, dumps."),

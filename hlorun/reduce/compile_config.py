@@ -30,6 +30,8 @@ class CompileConfig:
     session: Any  # hlorun.compile_session.CompileSession (configured, never run)
     argv: list[str]
     notes: list[str] = field(default_factory=list)
+    #: Overrides the session's --pass-limit in :meth:`run` (bisection).
+    pass_limit: int | None = None
     _spec: PipelineSpec | None = None
 
     # -- construction ------------------------------------------------------------------
@@ -95,6 +97,8 @@ class CompileConfig:
             pass_limit: int | None = None, keep_going: bool | None = None) -> PipelineResult:
         """Compile ``module`` in place with this configuration."""
         options = self.session.run_options(list(listeners))
+        if pass_limit is None:
+            pass_limit = self.pass_limit
         if pass_limit is not None:
             options.pass_limit = pass_limit
         if keep_going is not None:

@@ -120,6 +120,20 @@ class ViolationCondition(Condition):
                 inst = f" [instruction {v.instruction}]" if v.instruction else ""
                 return Verdict(True, f"[{v.rule}] {where}{inst}: {v.message}",
                                (self.rule, _last(v.after_pass)), res)
+        if res.stopped_by_limit and not res.violations and res.failure is None:
+            # Bisection: the pipeline stopped at --pass-limit, perhaps before the
+            # check step that would report it.  Does the module as it is now
+            # violate the rule?
+            from ..verify import get_checker
+            diags = get_checker(self.rule).check(module)
+            if diags:
+                d = diags[0]
+                last = res.events[-1] if res.events else None
+                where = f"after #{last.index} {last.path}" if last else "at pipeline start"
+                inst = f" [instruction {d.instruction}]" if d.instruction else ""
+                return Verdict(True, f"[{self.rule}] {where} (checked at --pass-limit){inst}: "
+                                     f"{d.message}",
+                               (self.rule, _last(last.path) if last else "pipeline-start"), res)
         other = res.failure.message if res.failure else (
             res.violations[0].message if res.violations else "no violation")
         return Verdict(False, other, None, res)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from .base import Strategy
 from .cosmetic import DefaultLayouts, DropConfigs, DropMetadata, ShortNames
 from .dims import HalveDims, ShrinkDimsToMin
-from .graph import DropOutputs, ForwardOperand, InlineCalls, ReplaceWithParameters, ReplaceWithZeros
+from .graph import DropDead, DropOutputs, ForwardOperand, InlineCalls, ReplaceWithParameters, ReplaceWithZeros
 
 #: name -> strategy class, in the default order.
 STRATEGIES: dict[str, type[Strategy]] = {
     cls.name: cls for cls in (
-        DropOutputs, ReplaceWithParameters, ReplaceWithZeros, ForwardOperand, InlineCalls,
+        DropOutputs, DropDead, ReplaceWithParameters, ReplaceWithZeros, ForwardOperand, InlineCalls,
         ShrinkDimsToMin, HalveDims, DropMetadata, DropConfigs, DefaultLayouts, ShortNames)
 }
 

@@ -102,6 +102,32 @@ def _substitute(old: Instruction, new: Instruction) -> None:
     old.drop_all_control_deps()
 
 
+class DropDead(Strategy):
+    name = "dead"
+    description = "remove unused instructions that dead-code elimination keeps (side effects: collectives with channels, outfeeds, loops around them)"
+
+    def units(self, module: Module) -> list[Hashable]:
+        out: list[Hashable] = []
+        for comp in module.computation_post_order():
+            out.extend(key(i) for i in comp.post_order()
+                       if not i._users and not i.is_root() and i.opcode != "parameter")
+        return out
+
+    def apply(self, module: Module, units: Sequence[Hashable]) -> bool:
+        idx = index(module)
+        done = False
+        for k in units:
+            i = idx.get(k)  # type: ignore[arg-type]
+            if i is None or i.parent is None or i._users or i.is_root():
+                continue
+            for s in list(i.control_successors):
+                i.control_successors.remove(s)
+                s.control_predecessors.remove(i)
+            i.parent.remove_instruction(i)
+            done = True
+        return done
+
+
 class ReplaceWithParameters(Strategy):
     name = "parameters"
     description = "replace entry instructions by new entry parameters of the same shape"
@@ -244,5 +270,5 @@ def inline_call(call: Instruction, callee: Computation) -> Instruction:
     return root
 
 
-__all__ = ["DropOutputs", "ForwardOperand", "InlineCalls", "ReplaceWithParameters",
+__all__ = ["DropDead", "DropOutputs", "ForwardOperand", "InlineCalls", "ReplaceWithParameters",
            "ReplaceWithZeros", "inline_call"]

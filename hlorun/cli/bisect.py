@@ -1,0 +1,119 @@
+"""``hlorun bisect``: the first pass after which a condition holds, or the
+first step where two pipeline versions differ.
+
+    hlorun bisect MODEL.hlo --until violation:reshape-is-bitcast --pipeline gpu-rocm-41481
+    hlorun bisect MODEL.hlo --until-cmd 'grep -q cublas {}'
+    hlorun bisect MODEL.hlo --between old.yaml new.yaml
+    hlorun bisect --until numerics -- compile --pipeline P --disable-passes cse MODEL.hlo
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ._common import handle_errors
+from .reduce import build_condition, condition_options, split_compile_args
+
+
+@click.command("bisect")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="MODEL.hlo | -- compile [FLAGS] MODEL.hlo")
+@condition_options
+@click.option("-p", "--pipeline", "pipeline_name", default=None, metavar="NAME|PATH",
+              help="The pipeline to bisect (same as compile's --pipeline).")
+@click.option("--between", nargs=2, default=None, metavar="PIPE_A PIPE_B",
+              help="Find the first step where two pipeline versions produce different modules.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--diff/--no-diff", "show_diff", default=True, help="Show the module diff at the culprit.")
+@click.option("--traceback", is_flag=True, hidden=True)
+@handle_errors
+def bisect_cmd(args, until, until_cmd, cmd_timeout, pipeline_name, between, fmt, show_diff, traceback):
+    """Binary-search --pass-limit for the first pass after which CONDITION
+    holds (LLVM's -opt-bisect-limit workflow), or with --between find where
+    two pipelines part ways.
+
+    Exit codes: 0 found, 1 bad input (or nothing to bisect)."""
+    from .. import report
+    from ..fileio import read_text
+    from ..reduce import CompileConfig
+    from ..reduce.bisect import CompiledOutput, bisect_passes, first_difference
+    from ..source import UsageError
+    argv = split_compile_args(args)
+    if not argv:
+        raise UsageError("missing MODEL.hlo (or `-- compile [FLAGS] MODEL.hlo`)")
+    has_pipeline = any(a in ("-p", "--pipeline") or a.startswith("--pipeline=") for a in argv)
+    if between:
+        if until or until_cmd:
+            raise UsageError("--between compares two pipelines; it takes no --until/--until-cmd")
+        if pipeline_name or has_pipeline:
+            raise UsageError("--between names both pipelines; drop --pipeline")
+        cfg_a = CompileConfig.from_argv(argv + ["--pipeline", between[0]])
+        cfg_b = CompileConfig.from_argv(argv + ["--pipeline", between[1]])
+        text = read_text(cfg_a.file)
+        d = first_difference(text, cfg_a.file, cfg_a, cfg_b)
+        if fmt == "json":
+            import json
+            report.write_stdout(json.dumps(d.to_json(), indent=2) + "\n")
+        else:
+            _render_between(report, d, show_diff)
+        sys.exit(0)
+    if pipeline_name:
+        if has_pipeline:
+            raise UsageError("--pipeline given twice (bisect and compile)")
+        argv = argv + ["--pipeline", pipeline_name]
+    cond, cfg, model = build_condition(until, until_cmd, cmd_timeout, argv)
+    if not cond.needs_compile:
+        cond = CompiledOutput(cond)
+        cond.prepare(cfg)
+    try:
+        res = bisect_passes(read_text(model), model, cond, cfg)
+    finally:
+        close = getattr(cond, "close", None)
+        if close:
+            close()
+    if fmt == "json":
+        import json
+        report.write_stdout(json.dumps(res.to_json(), indent=2) + "\n")
+    else:
+        _render_bisect(report, res, show_diff)
+    sys.exit(0)
+
+
+def _render_bisect(report, res, show_diff: bool) -> None:
+    for p in res.probes:
+        limit = "all" if p.limit is None else str(p.limit)
+        report.info(f"BISECT: --pass-limit {limit:>4}: {'holds' if p.interesting else 'no':5} "
+                    f"({p.passes_run} passes, {p.seconds * 1000:.0f} ms)")
+    if res.first == 0:
+        report.summary(f"{res.condition} holds before any pass runs (the input already shows it)", False)
+        report.info(f"  {res.detail}")
+        return
+    it = f" [{res.iteration}]" if res.iteration else ""
+    report.summary(f"first pass after which {res.condition} holds: #{res.first} {res.path}{it} "
+                   f"(of {res.passes_total}; {len(res.probes)} compiles, {res.seconds:.2f} s)", False)
+    report.info(f"  {res.detail}")
+    for r in res.remarks[:10]:
+        report.info(f"  remark [{r['kind']}] {r['instruction'] or '-'}: {r['message']}")
+    report.info(f"  reproduce: hlorun compile ... --pass-limit {res.first} (and {res.first - 1} "
+                f"to see it pass)")
+    if show_diff and res.diff:
+        report.diff_block(f"--- pass #{res.first} {res.path}", res.diff[2:] if len(res.diff) > 2 else res.diff)
+
+
+def _render_between(report, d, show_diff: bool) -> None:
+    report.summary(d.summary(), not d.found)
+    report.info(f"  {d.pipeline_a}: {d.steps_a} passes ({d.status_a}); {d.pipeline_b}: "
+                f"{d.steps_b} passes ({d.status_b}); {d.seconds:.2f} s")
+    if d.skipped_a or d.skipped_b:
+        report.info("  steps in only one version that changed nothing before that: "
+                    + ", ".join([f"{d.pipeline_a}: {s.describe()}" for s in d.skipped_a]
+                                + [f"{d.pipeline_b}: {s.describe()}" for s in d.skipped_b]))
+    for side, step in ((d.pipeline_a, d.step_a), (d.pipeline_b, d.step_b)):
+        if step is None:
+            continue
+        for r in step.remarks[:8]:
+            report.info(f"  {side} remark [{r['kind']}] {r['instruction'] or '-'}: {r['message']}")
+    if show_diff and d.diff:
+        report.diff_block(f"--- module after the diverging step: {d.pipeline_a} vs {d.pipeline_b}",
+                          d.diff[2:] if len(d.diff) > 2 else d.diff)
