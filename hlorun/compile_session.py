@@ -72,6 +72,10 @@ class CompileSession:
     traceback: bool = False
     target_overrides: dict[str, Any] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
+    #: --bug-report PATH (.tar.gz/.tgz or a directory), --reduce, its time budget.
+    bug_report: str | None = None
+    bug_report_reduce: bool = False
+    bug_report_timeout: float | None = 300.0
     extra_listeners: list[Listener] = field(default_factory=list)
     #: Clock for all timings (bench/compile.py uses time.process_time).
     clock: Any = time.perf_counter
@@ -165,6 +169,13 @@ class CompileSession:
             dumper = DumpListener(self.dump_to, self.dump_pass_re, input_path=self.file)
             listeners.append(dumper)
         repro = None
+        staging = None
+        if self.bug_report:
+            from .bugreport import staging_dir
+            staging = staging_dir(self.bug_report)
+            if not self.repro_dir:
+                self.repro_dir = str(staging / "repro")
+                self._repro_in_bundle = True
         if self.repro_dir:
             from .repro import ReproListener
             repro = ReproListener(self.repro_dir, self)
@@ -190,6 +201,12 @@ class CompileSession:
             report.write_stdout(json.dumps(doc, indent=2) + "\n")
         if dumper is not None and text_mode:
             report.info(f"dumps: {dumper.count} files in {self.dump_to}")
+        if staging is not None:
+            from .bugreport import write_bundle
+            argv = self.argv[1:] if self.argv[:1] == ["compile"] else list(self.argv)
+            write_bundle(self.bug_report, staging, self, argv, self.bug_report_reduce,
+                         self.bug_report_timeout)
+            report.info(f"bug report: {self.bug_report}")
         return result.exit_code
 
     # -- rendering -----------------------------------------------------------------
@@ -237,7 +254,7 @@ class CompileSession:
                     body.append(f"  instruction: {inst}")
                 body.append(f"  {v.message}")
             report.panel(f"{len(res.violations)} violation(s)", "\n".join(body))
-        if self.repro:
+        if self.repro and not getattr(self, "_repro_in_bundle", False):
             report.info(f"reproducer: {self.repro['dir']}")
             report.info(f"  {self.repro['command']}")
         n_changed = sum(1 for e in res.events if e.changed)

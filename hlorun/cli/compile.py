@@ -55,6 +55,14 @@ def resolve_selection(disable_passes, enable_passes_only, xla_disable, xla_enabl
     return disable, enable, disable_all, dump_to, dump_re, notes
 
 
+def _argv() -> list[str]:
+    """This command's arguments, rebuilt from the parsed parameters (exact
+    also under CliRunner, where sys.argv is the test runner's)."""
+    from ..bugreport import argv_from_params
+    ctx = click.get_current_context()
+    return argv_from_params(ctx.command, ctx.params)
+
+
 def _print_schema(ctx, param, value):
     if not value or ctx.resilient_parsing:
         return
@@ -99,6 +107,13 @@ def _print_schema(ctx, param, value):
 @click.option("--xla_dump_hlo_pass_re", "xla_dump_re", default=None, hidden=True)
 @click.option("--repro-dir", default=None, type=click.Path(file_okay=False),
               help="On a violation or pass failure, write a reproducer bundle here.")
+@click.option("--bug-report", default=None, type=click.Path(), metavar="PATH",
+              help="Write a bug report bundle for XLA maintainers: PATH.tar.gz (or .tgz) or a "
+                   "directory (input, pipeline, command, failure, XLA flags, versions, README).")
+@click.option("--reduce", "bug_reduce", is_flag=True,
+              help="With --bug-report: also reduce the module while it fails the same way.")
+@click.option("--reduce-timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              metavar="SECONDS", help="Time budget of --reduce.")
 @click.option("--table/--no-table", default=True, help="Show the pass table (text format).")
 @click.option("--remarks", "show_remarks", is_flag=True,
               help="List the passes' remarks (what each pass did or declined to do, per instruction).")
@@ -108,8 +123,8 @@ def _print_schema(ctx, param, value):
 def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_form, verify_each,
                 check_changed, keep_going, disable_passes, enable_passes_only, xla_disable,
                 xla_enable, xla_disable_all, xla_flags, pass_limit, dump_to, dump_pass_re,
-                xla_dump_to, xla_dump_re, repro_dir, table, show_remarks, traceback, platform, device,
-                compute_capability):
+                xla_dump_to, xla_dump_re, repro_dir, bug_report, bug_reduce, reduce_timeout, table,
+                show_remarks, traceback, platform, device, compute_capability):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
     per changed pass on stderr; print the optimized module.
 
@@ -124,6 +139,10 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
     dump_pass_re = dump_pass_re or xla_dump_re or fdump_re
     if dump_pass_re and not dump_to:
         raise UsageError("--dump-pass-re needs --dump-to")
+    if bug_reduce and not bug_report:
+        raise UsageError("--reduce needs --bug-report PATH")
+    if bug_report and file == "-":
+        raise UsageError("--bug-report needs the module in a file, not on stdin")
     if output and output != "-" and file != "-":
         from pathlib import Path
         if Path(output).resolve() == Path(file).resolve():
@@ -136,7 +155,8 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         repro_dir=repro_dir, table=table, remarks=show_remarks, traceback=traceback,
         target_overrides={"platform": platform, "device": device,
                           "compute_capability": compute_capability},
-        argv=list(sys.argv[1:]) if sys.argv else [])
+        argv=["compile"] + _argv(), bug_report=bug_report, bug_report_reduce=bug_reduce,
+        bug_report_timeout=reduce_timeout)
     for n in notes:
         report.warn(n)
     sys.exit(session.run())

@@ -22,7 +22,8 @@ from ..pipeline_spec import PipelineSpec
 from ..source import UsageError
 
 #: Compile flags that make no sense per candidate; ignored with a note.
-_IGNORED = {"output": "-o", "dump_to": "--dump-to", "repro_dir": "--repro-dir"}
+_IGNORED = {"output": "-o", "dump_to": "--dump-to", "repro_dir": "--repro-dir",
+            "bug_report": "--bug-report"}
 
 
 @dataclass

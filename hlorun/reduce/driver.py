@@ -21,6 +21,7 @@ a condition that does not hold every time is reported as flaky.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -76,6 +77,7 @@ class ReduceResult:
     flaky_passes: int = 0
     strategies: dict[str, StrategyStats] = field(default_factory=dict)
     invalid_reasons: dict[str, int] = field(default_factory=dict)
+    verifier_baseline: list[str] = field(default_factory=list)
 
     @property
     def flaky(self) -> bool:
@@ -101,7 +103,13 @@ class ReduceResult:
             "strategies": {k: {"tests": v.tests, "accepted": v.accepted,
                                "seconds": round(v.seconds, 3)} for k, v in self.strategies.items()},
             "invalid_reasons": dict(self.invalid_reasons),
+            "input_verifier_findings": self.verifier_baseline[:20],
         }
+
+
+def finding_key(message: str) -> str:
+    """A verifier finding without names and numbers (its kind)."""
+    return re.sub(r"%?[A-Za-z_][\w.-]*\.\d+|\d+", "#", message)
 
 
 def size_key(module: Module, text: str) -> tuple[int, int, int]:
@@ -137,6 +145,10 @@ class Reducer:
                                 len(self.best_text))
         self._verifier = None
         self._strategy = ""
+        #: Kinds of hlo-verifier findings the input already has (tolerated in
+        #: candidates; a new kind makes a candidate invalid).
+        self.baseline: set[str] | None = None
+        self.baseline_findings: list[str] = []
 
     # -- testing ------------------------------------------------------------------------
     def _verify(self, text: str) -> tuple[Module | None, str]:
@@ -148,7 +160,8 @@ class Reducer:
         if self._verifier is None:
             from ..verify import get_checker
             self._verifier = get_checker("hlo-verifier")
-        diags = self._verifier.check(fresh)
+        diags = [d for d in self._verifier.check(fresh)
+                 if self.baseline is None or finding_key(d.message) not in self.baseline]
         if diags:
             return None, "hlo-verifier: " + diags[0].message
         return fresh, ""
@@ -263,10 +276,19 @@ class Reducer:
             chunk = max(1, chunk // 2)
         return progress
 
+    def _set_baseline(self) -> None:
+        from ..verify import get_checker
+        self._verifier = get_checker("hlo-verifier")
+        diags = self._verifier.check(self.best_module)
+        self.baseline = {finding_key(d.message) for d in diags}
+        self.baseline_findings = [d.message for d in diags]
+
     def run(self) -> ReduceResult:
         t0 = time.perf_counter()
         if self.options.timeout is not None:
             self.deadline = t0 + self.options.timeout
+        self._set_baseline()
+        self.res.verifier_baseline = list(self.baseline_findings)
         first = self.test_text(self.best_text)
         self.res.tests += 1
         if not first.interesting:
