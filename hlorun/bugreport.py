@@ -29,7 +29,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -51,8 +50,9 @@ _ABS_PATH = re.compile(r"(?<![\w.~<>)\]/])/(?:[A-Za-z0-9_.+@-]+/)+([A-Za-z0-9_.+
 class Scrubber:
     """Rewrites local absolute paths: the bundle's own staging directory
     becomes relative, the input's directory and the working directory
-    vanish, other known roots become placeholders, and quoted absolute
-    paths in HLO metadata keep only their file name."""
+    vanish, and any other absolute path (a temporary directory, a home
+    directory, an installed pipeline) keeps only its file name; quoted
+    absolute paths in HLO metadata keep only their file name too."""
 
     def __init__(self, staging: Path | None, extra: Sequence[tuple[str, str]] = ()):
         roots: list[tuple[str, str]] = []
@@ -61,12 +61,6 @@ class Scrubber:
             roots.append((str(staging.resolve()), "."))
         roots += list(extra)
         roots.append((str(Path.cwd().resolve()) + os.sep, ""))
-        roots.append((str(Path(__file__).resolve().parent.parent) + os.sep, "<hlorun>/"))
-        roots.append((sys.prefix + os.sep, "<python>/"))
-        roots.append((tempfile.gettempdir() + os.sep, "<tmp>/"))
-        home = os.path.expanduser("~")
-        if home and home != "/":
-            roots.append((home + os.sep, "~/"))
         seen = set()
         self.roots = []
         for a, b in sorted(roots, key=lambda r: -len(r[0])):

@@ -7,12 +7,13 @@ from __future__ import annotations
 from .base import Strategy
 from .cosmetic import DefaultLayouts, DropConfigs, DropMetadata, ShortNames
 from .dims import HalveDims, ShrinkDimsToMin
-from .graph import DropDead, DropOutputs, ForwardOperand, InlineCalls, ReplaceWithParameters, ReplaceWithZeros
+from .graph import (DropDead, DropOutputs, ForwardOperand, InlineCalls, ReplaceWithParameters,
+                    ReplaceWithZeros, ReRoot)
 
 #: name -> strategy class, in the default order.
 STRATEGIES: dict[str, type[Strategy]] = {
     cls.name: cls for cls in (
-        DropOutputs, DropDead, ReplaceWithParameters, ReplaceWithZeros, ForwardOperand, InlineCalls,
+        DropOutputs, DropDead, ReplaceWithParameters, ReplaceWithZeros, ForwardOperand, ReRoot, InlineCalls,
         ShrinkDimsToMin, HalveDims, DropMetadata, DropConfigs, DefaultLayouts, ShortNames)
 }
 

@@ -214,6 +214,39 @@ class ForwardOperand(Strategy):
         return done
 
 
+class ReRoot(Strategy):
+    """Make an inner instruction the entry's result: everything that only
+    fed the old root goes.  One unit per candidate (a chunk of several is
+    not a candidate), so it is only offered on small entries."""
+
+    name = "reroot"
+    description = "make an inner instruction the entry's root (what only fed the old root goes)"
+    #: Entries larger than this offer no units (other strategies go first).
+    max_entry = 400
+
+    def units(self, module: Module) -> list[Hashable]:
+        entry = module.entry
+        if entry is None or len(entry) > self.max_entry:
+            return []
+        order = entry.post_order()
+        return [key(i) for i in reversed(order) if i is not entry.root
+                and i.opcode != "parameter" and not _has_token(i.shape)]
+
+    def apply(self, module: Module, units: Sequence[Hashable]) -> bool:
+        if len(units) != 1:
+            return False
+        i = index(module).get(units[0])  # type: ignore[arg-type]
+        if i is None:
+            return False
+        entry = module.entry
+        old = entry_layout(module)
+        entry.root = i
+        module.input_output_alias = []
+        if old is not None:
+            module.set_entry_computation_layout(old[0], i.shape)
+        return True
+
+
 class InlineCalls(Strategy):
     name = "inline"
     description = "inline calls and fusions into their caller"
@@ -270,5 +303,5 @@ def inline_call(call: Instruction, callee: Computation) -> Instruction:
     return root
 
 
-__all__ = ["DropDead", "DropOutputs", "ForwardOperand", "InlineCalls", "ReplaceWithParameters",
+__all__ = ["DropDead", "DropOutputs", "ForwardOperand", "InlineCalls", "ReRoot", "ReplaceWithParameters",
            "ReplaceWithZeros", "inline_call"]

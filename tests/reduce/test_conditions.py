@@ -1,0 +1,109 @@
+"""``--until`` conditions and ``--until-cmd``, judged by real compiles."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+
+from hlorun.fileio import read_text
+from hlorun.parser import parse_module
+from hlorun.reduce import CompileConfig, parse_condition
+from hlorun.reduce.conditions import (BackendCondition, CommandCondition, PassFailsCondition,
+                                      ViolationCondition)
+from hlorun.source import UsageError
+
+from ..conftest import TESTDATA
+
+S0 = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
+S0_PLAIN = TESTDATA / "s0" / "jit_dot_general.hlo"
+S3 = TESTDATA / "s3" / "fp8_matmul_scaled.hlo"
+
+
+def judge(condition: str, file, *flags, cmd: str | None = None):
+    cfg = CompileConfig.from_argv([str(file), *map(str, flags)])
+    cond = parse_condition(condition, cmd)
+    cond.prepare(cfg)
+    text = read_text(file)
+    try:
+        return cond.test(parse_module(text, str(file)), text)
+    finally:
+        close = getattr(cond, "close", None)
+        if close:
+            close()
+
+
+def test_violation_holds_with_the_historical_pipeline_only():
+    v = judge("violation:reshape-is-bitcast", S0, "--pipeline", "gpu-rocm-41481")
+    assert v.interesting
+    assert v.signature == ("reshape-is-bitcast", "cublas-gemm-rewriter")
+    assert "ReshapeIsBitcast" in v.detail and "cublas-gemm-rewriter" in v.detail
+    fixed = judge("violation:reshape-is-bitcast", S0, "--pipeline", "gpu-rocm")
+    assert not fixed.interesting and fixed.result.status == "ok"
+
+
+def test_violation_rule_not_in_the_pipeline_is_added_as_a_checker():
+    cfg = CompileConfig.from_argv([str(S0), "--pipeline", "gpu-rocm-41481",
+                                   "--disable-passes", "reshape-decomposer"])
+    cond = ViolationCondition("reshape-is-bitcast")
+    names_before = [c.name for c in cfg.spec().checkers]
+    cond.prepare(cfg)
+    assert names_before == [c.name for c in cfg.spec().checkers]  # it has check steps
+    cfg2 = CompileConfig.from_argv([str(S3)])
+    ViolationCondition("reshape-is-bitcast").prepare(cfg2)
+    assert "reshape-is-bitcast" in [c.name for c in cfg2.spec().checkers]
+
+
+def test_compile_flags_reach_the_judge():
+    # the crash itself: with --keep-going layout_normalization runs on the
+    # non-bitcast reshape and fails like XLA's RET_CHECK
+    v = judge("pass-fails:layout_normalization", S0, "--pipeline", "gpu-rocm-41481", "--keep-going")
+    assert v.interesting and v.signature == ("layout_normalization", "PassError")
+    assert "RET_CHECK" in v.detail
+    stopped = judge("pass-fails:layout_normalization", S0, "--pipeline", "gpu-rocm-41481")
+    assert not stopped.interesting  # the violation stops the run first
+    off = judge("violation:reshape-is-bitcast", S0, "--pipeline", "gpu-rocm-41481",
+                "--disable-passes", "cublas-gemm-rewriter")
+    assert not off.interesting
+
+
+def test_pass_fails_without_a_name_and_unknown_names():
+    v = judge("pass-fails", S0, "--pipeline", "gpu-rocm-41481", "--keep-going")
+    assert v.interesting
+    with pytest.raises(UsageError, match="no such pass"):
+        judge("pass-fails:layout-normalization", S0, "--pipeline", "gpu-rocm-41481")
+
+
+def test_until_cmd_exit_status_decides(tmp_path):
+    py = shlex.quote(sys.executable)
+    yes = judge(None, S0, cmd=f"{py} -c \"import sys; sys.exit('dot(' not in open(sys.argv[1]).read())\" {{}}")
+    assert yes.interesting
+    no = judge(None, S0, cmd=f"{py} -c \"import sys; sys.exit('sort(' not in open(sys.argv[1]).read())\"")
+    assert not no.interesting and no.detail.startswith("exit 1")
+    c = CommandCondition(f"{py} -c 'import time; time.sleep(5)'", timeout=0.5)
+    c.prepare(None)
+    try:
+        v = c.test(None, "HloModule x")
+    finally:
+        c.close()
+    assert not v.interesting and "timed out" in v.detail
+
+
+def test_backend_condition_needs_an_autotuning_pipeline():
+    from hlorun.passes import REGISTRY
+    with pytest.raises(UsageError, match="autotuner"):
+        judge("backend:dot_general.1=BLAS", S0, "--pipeline", "gpu-rocm-41481")
+    with pytest.raises(UsageError, match="BLAS, triton"):
+        BackendCondition("dot.1", "magic")
+    if "autotuner" not in REGISTRY:
+        pytest.skip("the autotuner has not landed")
+
+
+def test_condition_parse_errors_are_usage_errors():
+    for bad, msg in [("violation:reshape-is-bitcas", "did you mean reshape-is-bitcast"),
+                     ("violation", "needs a checker"), ("numerix", "did you mean numerics"),
+                     ("backend:dot.1", "INSTR=BACKEND"), (None, "missing --until")]:
+        with pytest.raises(UsageError, match=msg):
+            parse_condition(bad)
+    assert isinstance(parse_condition("pass-fails:dce"), PassFailsCondition)

@@ -1,0 +1,156 @@
+"""The reducer end to end: S0 hidden in a corpus transformer, each
+condition kind, determinism, flakiness, budget, files on disk."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from hlorun.cli import cli
+from hlorun.fileio import load_module, read_text
+from hlorun.printer import print_module
+from hlorun.reduce import CompileConfig, ReduceOptions, Reducer, parse_condition
+from hlorun.source import UsageError
+from hlorun.testing.embed import embed
+
+from ..conftest import TESTDATA, shared_path
+
+LLAMA = ("corpus", "xla", "files", "xla__tools__benchmarks__hlo__hlo_llama31_70b_bf16_16x8.hlo")
+ATTENTION = TESTDATA / "reduce" / "s0_attention_block.hlo"
+S0 = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
+S0_PIPELINE = ["--pipeline", "gpu-rocm-41481"]
+
+
+def reduce_file(path, condition, *flags, cmd=None, **opts):
+    cfg = CompileConfig.from_argv([str(path), *map(str, flags)])
+    cond = parse_condition(condition, cmd)
+    cond.prepare(cfg)
+    try:
+        return Reducer(read_text(path), str(path), cond, ReduceOptions(**opts)).run()
+    finally:
+        close = getattr(cond, "close", None)
+        if close:
+            close()
+
+
+@pytest.fixture(scope="module")
+def s0_in_llama(tmp_path_factory):
+    """The S0 attention block embedded as one more output of a Llama 3.1 70B
+    training step from XLA's benchmarks (1,875 instructions)."""
+    host = load_module(shared_path(*LLAMA))
+    m = embed(host, load_module(ATTENTION))
+    p = tmp_path_factory.mktemp("s0") / "llama_s0.hlo"
+    p.write_text(print_module(m))
+    return p
+
+
+def test_s0_reduces_from_a_transformer_to_the_gqa_dot(s0_in_llama, tmp_path, capsys):
+    out = tmp_path / "small.hlo"
+    t = time.perf_counter()
+    res = reduce_file(s0_in_llama, "violation:reshape-is-bitcast", *S0_PIPELINE, output=str(out))
+    seconds = time.perf_counter() - t
+    with capsys.disabled():
+        print(f"\n[S0 reduce] {res.start_instructions} -> {res.end_instructions} instructions, "
+              f"{res.start_bytes} -> {res.end_bytes} bytes, {res.tests} tests, {seconds:.1f} s")
+    assert res.start_instructions > 1900
+    assert res.end_instructions <= 5
+    assert not res.flaky and res.flaky_passes == 3
+    assert res.signature == ("reshape-is-bitcast", "cublas-gemm-rewriter")
+    small = load_module(out)
+    ops = sorted(i.opcode for i in small.entry.instructions)
+    assert ops.count("parameter") == 2 and "dot" in ops
+    dot = next(i for i in small.entry.instructions if i.opcode == "dot")
+    # still the grouped-query attention dot_general: two batch, two contracting dims
+    assert dot.attrs["lhs_batch_dims"] == "{0,1}" and dot.attrs["rhs_contracting_dims"] == "{0,3}"
+    # and it still crashes the historical pipeline, but not the fixed one
+    r = CliRunner().invoke(cli, ["compile", str(out), *S0_PIPELINE, "--diff", "none"])
+    assert r.exit_code == 2 and "reshape-is-bitcast" in r.stderr
+    r = CliRunner().invoke(cli, ["compile", str(out), "--pipeline", "gpu-rocm", "--diff", "none"])
+    assert r.exit_code == 0
+
+
+def test_reduction_is_deterministic():
+    a = reduce_file(ATTENTION, "violation:reshape-is-bitcast", *S0_PIPELINE)
+    b = reduce_file(ATTENTION, "violation:reshape-is-bitcast", *S0_PIPELINE)
+    assert a.text == b.text and a.tests == b.tests
+    assert a.end_instructions < a.start_instructions // 5
+
+
+def test_pass_fails_condition_reduces_the_crash():
+    res = reduce_file(ATTENTION, "pass-fails:layout_normalization", *S0_PIPELINE, "--keep-going")
+    assert res.end_instructions <= 5
+    assert res.signature == ("layout_normalization", "PassError")
+    assert "RET_CHECK" in res.final_detail
+
+
+def test_until_cmd_reduces_with_an_external_script(tmp_path):
+    script = tmp_path / "has_exp.py"
+    script.write_text("import sys\nt = open(sys.argv[1]).read()\n"
+                      "sys.exit(0 if ' exponential(' in t and ' reduce(' in t else 1)\n")
+    res = reduce_file(ATTENTION, None, cmd=f"{shlex.quote(sys.executable)} {script} {{}}")
+    text = res.text
+    assert " exponential(" in text and " reduce(" in text
+    assert res.end_instructions <= 8, text
+
+
+def test_flaky_condition_is_detected_not_looped_on(tmp_path):
+    counter = tmp_path / "n"
+    counter.write_text("0")
+    # interesting on odd calls only: a coin the reducer must not trust
+    script = tmp_path / "flaky.py"
+    script.write_text(f"import sys\np = {str(counter)!r}\nn = int(open(p).read()) + 1\n"
+                      "open(p, 'w').write(str(n))\nsys.exit(0 if n % 2 else 1)\n")
+    res = reduce_file(S0, None, cmd=f"{shlex.quote(sys.executable)} {script}", flaky_runs=4)
+    assert res.flaky and 0 < res.flaky_passes < 4
+    calls = int(counter.read_text())
+    assert calls == res.tests + 4  # every test ran once; nothing was retried in a loop
+
+
+def test_timeout_keeps_the_best_so_far_on_disk(s0_in_llama, tmp_path):
+    out = tmp_path / "best.hlo"
+    res = reduce_file(s0_in_llama, "violation:reshape-is-bitcast", *S0_PIPELINE,
+                      output=str(out), timeout=3.0, flaky_runs=1)
+    assert res.stopped == "timeout"
+    on_disk = read_text(out)
+    assert on_disk == res.text
+    assert load_module(out).instruction_count == res.end_instructions < res.start_instructions
+
+
+def test_input_that_is_not_interesting_is_an_error():
+    with pytest.raises(UsageError, match="not interesting"):
+        reduce_file(S0, "violation:reshape-is-bitcast", "--pipeline", "gpu-rocm")
+
+
+def test_cli_reduce_with_compile_argv_json_and_never_overwrites_input(tmp_path):
+    out = tmp_path / "small.hlo"
+    r = CliRunner().invoke(cli, ["reduce", "--until", "violation:reshape-is-bitcast", "-o", str(out),
+                                 "--format", "json", "--no-progress", "--",
+                                 "compile", "--pipeline", "gpu-rocm-41481", str(S0)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["end"]["instructions"] <= 4 and doc["start"]["instructions"] == 4
+    assert doc["end"]["bytes"] < doc["start"]["bytes"]
+    assert doc["flaky"]["flaky"] is False and doc["condition"] == "violation:reshape-is-bitcast"
+    assert doc["command"].startswith("hlorun compile --pipeline gpu-rocm-41481 ")
+    assert out.exists()
+    r = CliRunner().invoke(cli, ["reduce", str(S0), "--until", "violation:reshape-is-bitcast",
+                                 "-o", str(S0), "--", "compile", "--pipeline", "gpu-rocm-41481"])
+    assert r.exit_code == 1 and "refusing to overwrite" in r.stderr
+    r = CliRunner().invoke(cli, ["reduce", str(S0), "--until", "violation:reshape-is-bitcast",
+                                 "-o", str(out), "--", "compile", "--pipeline", "no-such-pipe"])
+    assert r.exit_code == 1 and "no-such-pipe" in r.stderr and "Traceback" not in r.output
+
+
+def test_cli_text_output_shows_sizes_and_strategies(tmp_path):
+    r = CliRunner().invoke(cli, ["reduce", str(ATTENTION), "--until", "violation:reshape-is-bitcast",
+                                 "-o", str(tmp_path / "s.hlo"), "--strategies", "outputs,parameters",
+                                 "--", "compile", "--pipeline", "gpu-rocm-41481"])
+    assert r.exit_code == 0, r.output
+    assert "instructions" in r.stderr and "start" in r.stderr and "written:" in r.stderr
+    r = CliRunner().invoke(cli, ["reduce", "--list-strategies"])
+    assert r.exit_code == 0 and "dims-halve" in r.output and "rename" in r.output
