@@ -50,7 +50,8 @@ def test_violation_rule_not_in_the_pipeline_is_added_as_a_checker():
     names_before = [c.name for c in cfg.spec().checkers]
     cond.prepare(cfg)
     assert names_before == [c.name for c in cfg.spec().checkers]  # it has check steps
-    cfg2 = CompileConfig.from_argv([str(S3)])
+    cfg2 = CompileConfig.from_argv([str(S3), "--pipeline",
+                                    str(TESTDATA / "reduce" / "s3_gemm_old.yaml")])
     ViolationCondition("reshape-is-bitcast").prepare(cfg2)
     assert "reshape-is-bitcast" in [c.name for c in cfg2.spec().checkers]
 
