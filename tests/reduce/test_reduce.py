@@ -24,6 +24,9 @@ LLAMA = ("corpus", "xla", "files", "xla__tools__benchmarks__hlo__hlo_llama31_70b
 ATTENTION = TESTDATA / "reduce" / "s0_attention_block.hlo"
 S0 = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
 S0_PIPELINE = ["--pipeline", "gpu-rocm-41481"]
+#: gpu-rocm-41481 with GEMM fusion and the autotuner; BLAS forced for every GEMM
+S0_FORCED_BLAS = ["--pipeline", str(TESTDATA / "reduce" / "s0_autotune_41481_blas.yaml")]
+S0_AUTOTUNE = ["--pipeline", str(TESTDATA / "reduce" / "s0_autotune_41481.yaml")]
 
 
 def reduce_file(path, condition, *flags, cmd=None, **opts):
@@ -49,18 +52,23 @@ def s0_in_llama(tmp_path_factory):
     return p
 
 
-def test_s0_reduces_from_a_transformer_to_the_gqa_dot(s0_in_llama, tmp_path, capsys):
+@pytest.mark.parametrize("pipeline,culprit", [
+    (S0_FORCED_BLAS, "autotuner"),        # the autotuner fissions to hipBLASLt
+    (S0_PIPELINE, "cublas-gemm-rewriter"),  # no GEMM fusion: the BLAS rewriter
+], ids=["forced-blas-autotuner", "gemm-rewriter"])
+def test_s0_reduces_from_a_transformer_to_the_gqa_dot(s0_in_llama, tmp_path, capsys, pipeline, culprit):
     out = tmp_path / "small.hlo"
     t = time.perf_counter()
-    res = reduce_file(s0_in_llama, "violation:reshape-is-bitcast", *S0_PIPELINE, output=str(out))
+    res = reduce_file(s0_in_llama, "violation:reshape-is-bitcast", *pipeline, output=str(out))
     seconds = time.perf_counter() - t
     with capsys.disabled():
-        print(f"\n[S0 reduce] {res.start_instructions} -> {res.end_instructions} instructions, "
-              f"{res.start_bytes} -> {res.end_bytes} bytes, {res.tests} tests, {seconds:.1f} s")
+        print(f"\n[S0 reduce, {culprit}] {res.start_instructions} -> {res.end_instructions} "
+              f"instructions, {res.start_bytes} -> {res.end_bytes} bytes, {res.tests} tests, "
+              f"{seconds:.1f} s")
     assert res.start_instructions > 1900
     assert res.end_instructions <= 5
     assert not res.flaky and res.flaky_passes == 3
-    assert res.signature == ("reshape-is-bitcast", "cublas-gemm-rewriter")
+    assert res.signature == ("reshape-is-bitcast", culprit)
     small = load_module(out)
     ops = sorted(i.opcode for i in small.entry.instructions)
     assert ops.count("parameter") == 2 and "dot" in ops
@@ -68,10 +76,17 @@ def test_s0_reduces_from_a_transformer_to_the_gqa_dot(s0_in_llama, tmp_path, cap
     # still the grouped-query attention dot_general: two batch, two contracting dims
     assert dot.attrs["lhs_batch_dims"] == "{0,1}" and dot.attrs["rhs_contracting_dims"] == "{0,3}"
     # and it still crashes the historical pipeline, but not the fixed one
-    r = CliRunner().invoke(cli, ["compile", str(out), *S0_PIPELINE, "--diff", "none"])
+    r = CliRunner().invoke(cli, ["compile", str(out), *pipeline, "--diff", "none"])
     assert r.exit_code == 2 and "reshape-is-bitcast" in r.stderr
     r = CliRunner().invoke(cli, ["compile", str(out), "--pipeline", "gpu-rocm", "--diff", "none"])
     assert r.exit_code == 0
+
+
+def test_backend_condition_reduces_while_the_autotuner_still_flips_to_blas():
+    res = reduce_file(ATTENTION, "backend:gemm_fusion_dot=BLAS", *S0_AUTOTUNE)
+    assert res.end_instructions <= 6
+    assert "autotuner chose hipblaslt for gemm_fusion_dot" in res.final_detail
+    assert " dot(" in res.text and not res.flaky
 
 
 def test_reduction_is_deterministic():
