@@ -157,16 +157,19 @@ class CompileSession:
             gc.unfreeze()  # let a long-lived process (tests, tools) collect it later
 
     def _run(self, module, text: str, spec) -> int:
+        from .snapshots import SnapshotCache
         listeners: list[Listener] = []
         text_mode = self.fmt == "text"
+        cache = SnapshotCache()  # diffs, dumps and the output share computation prints
         if text_mode and self.diff_mode != "none":
             from .diffs import DiffListener
             listeners.append(DiffListener(report.diff_block, self.diff_mode, self.diff_filter,
-                                          self.diff_form))
+                                          self.diff_form, cache=cache))
         dumper = None
         if self.dump_to:
             from .dump import DumpListener
-            dumper = DumpListener(self.dump_to, self.dump_pass_re, input_path=self.file)
+            dumper = DumpListener(self.dump_to, self.dump_pass_re, input_path=self.file,
+                                  cache=cache)
             listeners.append(dumper)
         repro = None
         staging = None
@@ -187,8 +190,7 @@ class CompileSession:
         module_text = None
         stop = result.exit_code != 0 and not self.keep_going
         if not stop and (self.output or text_mode):
-            from .printer import print_module
-            module_text = print_module(module)
+            module_text = cache.module_text(module)
             if self.output and self.output != "-":
                 from .fileio import write_atomic
                 write_atomic(self.output, module_text)

@@ -3,13 +3,14 @@ computation so that big modules stay cheap.
 
 :class:`DiffListener` keeps the printed text of every computation as of the
 last diff.  After a pass that changed the module (every pass with
-``mode="all"``) it prints the computations again, compares them with the
-kept texts (string equality: unchanged computations cost one print and one
-compare), and diffs only the ones that differ.  Each diff trims the common
-head and tail lines before running difflib on what remains, so a local
-change in a 50k-line computation is a small diff problem.  Passes filtered
-out by ``filter_re`` only mark the snapshot stale; it is refreshed right
-before the next pass that will be shown.
+``mode="all"``) it takes a new snapshot (:class:`~hlorun.snapshots.SnapshotCache`
+reprints only computations whose fingerprint changed), compares the texts
+computation by computation (one string compare for an unchanged one) and
+diffs only the ones that differ.  A diff trims the common head and tail
+lines; a long middle is cut at lines unique to both sides (patience diff)
+before difflib sees it, so no diff is quadratic in a 50k-line computation.
+Passes filtered out by ``filter_re`` only mark the snapshot stale; it is
+refreshed right before the next pass that will be shown.
 """
 
 from __future__ import annotations
@@ -21,20 +22,56 @@ from typing import Callable, Iterable
 from .ir.module import Module
 from .pipeline import Listener, PassEvent
 from .printer import PRESETS, print_computation
+from .snapshots import SnapshotCache
 
 Sink = Callable[[str, list[str]], None]
 
 
-def snapshot(module: Module, form: str = "diff") -> dict[str, str]:
-    """Computation name -> printed text, in print order."""
+def snapshot(module: Module, form: str = "diff", cache: "SnapshotCache | None" = None,
+             state=None) -> dict[str, str]:
+    """Computation name -> printed text, in print order (reprinting only
+    changed computations when a :class:`SnapshotCache` is given)."""
+    if cache is not None:
+        return cache.texts(module, form, state)
     opts = PRESETS[form]
     return {c.name: print_computation(c, opts, scheduled=module.is_scheduled)
             for c in module.print_order()}
 
 
-def _trimmed_opcodes(a: list[str], b: list[str]):
-    """difflib opcodes for a -> b, with the common head and tail handled
-    without difflib."""
+#: Middle sections (after trimming the common head and tail) up to this
+#: many lines go to difflib; longer ones are first cut at lines that occur
+#: exactly once on each side (patience diff), so huge changed computations
+#: stay near-linear.
+DIFFLIB_LIMIT = 2000
+
+
+def _lis(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Longest chain of pairs increasing in both coordinates (pairs sorted
+    by the first), O(n log n)."""
+    import bisect
+    tails: list[int] = []
+    tail_idx: list[int] = []
+    prev = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, j)
+        if pos == len(tails):
+            tails.append(j)
+            tail_idx.append(k)
+        else:
+            tails[pos] = j
+            tail_idx[pos] = k
+        prev[k] = tail_idx[pos - 1] if pos else -1
+    out = []
+    k = tail_idx[-1] if tail_idx else -1
+    while k >= 0:
+        out.append(pairs[k])
+        k = prev[k]
+    out.reverse()
+    return out
+
+
+def _opcodes(a: list[str], b: list[str], a0: int, b0: int, out: list) -> None:
+    """Append difflib-style opcodes for a -> b (offsets a0, b0)."""
     n = min(len(a), len(b))
     head = 0
     while head < n and a[head] == b[head]:
@@ -42,16 +79,53 @@ def _trimmed_opcodes(a: list[str], b: list[str]):
     tail = 0
     while tail < n - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
         tail += 1
-    ops = []
     if head:
-        ops.append(("equal", 0, head, 0, head))
+        out.append(("equal", a0, a0 + head, b0, b0 + head))
     am, bm = a[head:len(a) - tail], b[head:len(b) - tail]
-    if am or bm:
-        sm = difflib.SequenceMatcher(None, am, bm, autojunk=len(am) + len(bm) > 4000)
+    ma, mb = a0 + head, b0 + head
+    if am and bm and len(am) + len(bm) > DIFFLIB_LIMIT:
+        count: dict[str, list[int]] = {}
+        for i, ln in enumerate(am):
+            c = count.get(ln)
+            if c is None:
+                count[ln] = [1, 0, i, -1]
+            else:
+                c[0] += 1
+        for j, ln in enumerate(bm):
+            c = count.get(ln)
+            if c is not None:
+                c[1] += 1
+                c[3] = j
+        pairs = sorted((c[2], c[3]) for c in count.values() if c[0] == 1 and c[1] == 1)
+        anchors = _lis(pairs)
+        if anchors:
+            pi = pj = 0
+            for i, j in anchors:
+                _opcodes(am[pi:i], bm[pj:j], ma + pi, mb + pj, out)
+                out.append(("equal", ma + i, ma + i + 1, mb + j, mb + j + 1))
+                pi, pj = i + 1, j + 1
+            _opcodes(am[pi:], bm[pj:], ma + pi, mb + pj, out)
+        else:
+            out.append(("replace", ma, ma + len(am), mb, mb + len(bm)))
+    elif am or bm:
+        sm = difflib.SequenceMatcher(None, am, bm, autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            ops.append((tag, i1 + head, i2 + head, j1 + head, j2 + head))
+            out.append((tag, i1 + ma, i2 + ma, j1 + mb, j2 + mb))
     if tail:
-        ops.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+        out.append(("equal", a0 + len(a) - tail, a0 + len(a), b0 + len(b) - tail, b0 + len(b)))
+
+
+def _trimmed_opcodes(a: list[str], b: list[str]):
+    """Opcodes for a -> b with adjacent equal runs merged."""
+    raw: list = []
+    _opcodes(a, b, 0, 0, raw)
+    ops: list = []
+    for op in raw:
+        if ops and op[0] == "equal" and ops[-1][0] == "equal" and ops[-1][2] == op[1]:
+            last = ops[-1]
+            ops[-1] = ("equal", last[1], op[2], last[3], op[4])
+        elif op[1] != op[2] or op[3] != op[4]:
+            ops.append(op)
     return ops
 
 
@@ -133,8 +207,10 @@ class DiffListener(Listener):
     searched in the pass path (``pipeline/name``)."""
 
     def __init__(self, sink: Sink, mode: str = "changed", filter_re: str | None = None,
-                 form: str = "diff", context: int = 3):
+                 form: str = "diff", context: int = 3, cache: SnapshotCache | None = None):
         self.sink = sink
+        self.cache = cache or SnapshotCache()
+        self._run = None
         self.mode = mode
         self.filter = re.compile(filter_re) if filter_re else None
         self.form = form
@@ -150,12 +226,16 @@ class DiffListener(Listener):
             return False
         return True
 
+    def _state(self):
+        return getattr(self._run, "state", None)
+
     def on_run_start(self, run, module: Module) -> None:
+        self._run = run
         self._stale = True
 
     def on_before_pass(self, ev: PassEvent, module: Module) -> None:
         if self._selected(ev) and self._stale:
-            self._snap = snapshot(module, self.form)
+            self._snap = snapshot(module, self.form, self.cache, self._state())
             self._stale = False
 
     def on_after_pass(self, ev: PassEvent, module: Module) -> None:
@@ -170,7 +250,7 @@ class DiffListener(Listener):
             self.sink(header + "  (unchanged)", [])
             self.shown += 1
             return
-        after = snapshot(module, self.form)
+        after = snapshot(module, self.form, self.cache, self._state())
         lines = diff_snapshots(self._snap or {}, after, self.context)
         self._snap = after
         self.sink(header, lines)

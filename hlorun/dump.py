@@ -30,7 +30,7 @@ from pathlib import Path
 from .fileio import write_atomic
 from .ir.module import Module
 from .pipeline import Listener, PassEvent, PipelineEvent, PipelineResult
-from .printer import print_module
+from .snapshots import SnapshotCache
 
 _SANITIZE = re.compile(r"[/\\\[\] ]")
 _XLA_NAME = re.compile(r"module_(\d+)\.")
@@ -69,7 +69,7 @@ def module_id_from_path(path: str | None) -> int:
 
 class DumpListener(Listener):
     def __init__(self, directory: str, pass_re: str | None = None, module_id: int | None = None,
-                 input_path: str | None = None):
+                 input_path: str | None = None, cache: SnapshotCache | None = None):
         self.dir = Path(directory)
         self.pass_re = re.compile(pass_re) if pass_re else None
         self.dump_all_changed_only = pass_re is None or pass_re == ".*"
@@ -81,7 +81,8 @@ class DumpListener(Listener):
         self._timeline: list[dict] = []
         self._module_name = "module"
         self._target = None
-        self._text: str | None = None  # the module's print, while it is unchanged
+        self.cache = cache or SnapshotCache()
+        self._run = None
 
     # -- helpers ---------------------------------------------------------------------
     def _should_dump_pass(self, name: str) -> bool:
@@ -90,9 +91,7 @@ class DumpListener(Listener):
     def _write(self, module: Module, suffix: str, text: str | None = None) -> str:
         name = sanitize_file_name(filename_for(self.module_id or 0, self._module_name, suffix))
         if text is None:
-            if self._text is None:
-                self._text = print_module(module)
-            text = self._text
+            text = self.cache.module_text(module, getattr(self._run, "state", None))
         write_atomic(self.dir / name, text)
         self.count += 1
         self.files.append(name)
@@ -108,6 +107,7 @@ class DumpListener(Listener):
     # -- events --------------------------------------------------------------------------
     def on_run_start(self, run, module: Module) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._run = run
         self._module_name = module.name
         self._target = run.target
         if self.module_id is None:
@@ -128,10 +128,6 @@ class DumpListener(Listener):
         return self._between(module, ev.pipeline, ev.name, ev.next_name)
 
     def on_after_pass(self, ev: PassEvent, module: Module) -> None:
-        # The print is reused until a pass reports a change (as XLA, dumps
-        # trust ``changed``; --check-changed catches passes that lie).
-        if ev.changed:
-            self._text = None
         f = self._after(ev, module)
         self._timeline.append(dict(ev.to_json(), event="pass", dump=f))
 
@@ -139,9 +135,6 @@ class DumpListener(Listener):
         f = self._after(ev, module)
         self._timeline.append({"pipeline": ev.pipeline, "path": ev.path, "event": "pipeline",
                                "name": ev.name, "changed": ev.changed, "dump": f})
-
-    def on_pass_failure(self, f, module: Module) -> None:
-        self._text = None
 
     def on_run_end(self, result: PipelineResult, module: Module) -> None:
         final = None

@@ -26,7 +26,6 @@ from .ir.module import Computation, Module
 _NAME = attrgetter("name")
 _OPCODE = attrgetter("opcode")
 _PARAM = attrgetter("parameter_number")
-_NAME_OPCODE = attrgetter("name", "opcode", "parameter_number")
 _SHAPE = attrgetter("shape")
 _OPERANDS = attrgetter("operands")
 _ATTRS = attrgetter("attrs")
@@ -40,17 +39,21 @@ def _freeze(v):
     return v
 
 
-def _attr_column(instrs: list) -> tuple:
-    items = list(map(tuple, map(dict.items, map(_ATTRS, instrs))))
+def _hashable_items(items: tuple) -> tuple:
     try:
-        hash(tuple(items))
-    except TypeError:  # lists (of called computations): freeze them
-        for k, it in enumerate(items):
-            try:
-                hash(it)
-            except TypeError:
-                items[k] = tuple((key, _freeze(val)) for key, val in it)
-    return tuple(items)
+        hash(items)
+        return items
+    except TypeError:  # a list of called computations
+        return tuple((key, _freeze(val)) for key, val in items)
+
+
+def _attr_column(instrs: list) -> tuple:
+    items = tuple(map(tuple, map(dict.items, map(_ATTRS, instrs))))
+    try:
+        hash(items)
+        return items
+    except TypeError:
+        return tuple(map(_hashable_items, items))
 
 
 def fingerprint(module: Module) -> int:
@@ -76,8 +79,14 @@ def _control_column(instrs: list) -> tuple:
 
 
 def computation_fingerprint(comp: Computation) -> int:
-    """The fingerprint of one computation's instructions."""
+    """The fingerprint of one computation: everything its printed text
+    depends on (name, ENTRY, execution thread, root, and the instruction
+    columns of :func:`fingerprint`)."""
     instrs = list(comp._instructions)
-    return hash((comp.name, comp.root.name if comp.root is not None else None,
-                 _attr_column(instrs), tuple(map(_NAME_OPCODE, instrs)),
-                 tuple(map(str, map(_SHAPE, instrs))), tuple(map(tuple, map(_OPERANDS, instrs)))))
+    return hash((comp.name, comp.is_entry, comp.execution_thread,
+                 comp.root.name if comp.root is not None else None,
+                 _attr_column(instrs), tuple(map(_NAME, instrs)), tuple(map(_OPCODE, instrs)),
+                 tuple(map(_PARAM, instrs)), tuple(map(str, map(_SHAPE, instrs))),
+                 tuple(map(tuple, map(_OPERANDS, instrs))),
+                 tuple([i.literal.text for i in instrs if i.literal is not None]),
+                 _control_column(instrs)))

@@ -93,6 +93,11 @@ class PipelineRunner:
         self._first_seen: dict[tuple, tuple[str, int]] = {}
         self._fingerprint: int | None = None
         self.index = 0
+        #: A token for "the module as it is now": bumped by every pass that
+        #: reports a change (corrected by ``check_changed``) or fails.
+        #: Listeners key caches on it (:class:`hlorun.snapshots.SnapshotCache`):
+        #: like XLA's dumps, they trust ``changed``.
+        self.state = 0
         self.result: PipelineResult | None = None
 
     # -- helpers ---------------------------------------------------------------------
@@ -307,6 +312,7 @@ class PipelineRunner:
             else:
                 changed = bool(inst.run(module))
         except Exception as e:  # PassError or a bug: report, never a traceback by default
+            self.state += 1
             ev.seconds = self.clock() - t
             self._collect(inst, ev)
             res.events.append(ev)
@@ -330,6 +336,8 @@ class PipelineRunner:
                                        else "reported changed=True but the module is unchanged")
                 ev.changed = changed = changed or really
             self._fingerprint = after
+        if changed:
+            self.state += 1
         ev.instructions_after = module.instruction_count
         res.events.append(ev)
         self._emit("on_after_pass", ev, module)
