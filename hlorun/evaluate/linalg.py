@@ -1,0 +1,153 @@
+"""dot and convolution through numpy's BLAS (``matmul``).
+
+dot: operands are transposed to (batch, free, contracting) / (batch,
+contracting, free), reshaped to 3-D and multiplied; the result is in XLA's
+order (batch dims, lhs free dims, rhs free dims).  Narrow floats (bf16, f16,
+fp8) accumulate in f32 as XLA:GPU does (the preferred element type, i.e.
+the result type, is applied once at the end); f64 in f64; integers in int64
+then wrap to the result type.
+
+convolution: any ``dim_labels``, padding (negative too), strides, lhs
+(base) and rhs (window) dilation, window reversal, ``feature_group_count``
+and ``batch_group_count``.  The padded input is viewed as sliding windows
+(no copy), gathered once into an im2col matrix and multiplied per group.
+Integer convolutions saturate to the result type (XLA's evaluator).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.attrs import parse_dim_labels, parse_window
+from .dtypes import cast_result, int_range, is_float_dtype
+from .registry import EvaluationError, handler
+from .shapes import pad_array
+
+
+def accumulation_dtype(*arrays: np.ndarray) -> np.dtype:
+    kinds = [a.dtype for a in arrays]
+    if any(d.kind == "c" for d in kinds):
+        return np.dtype(np.complex128 if any(d == np.complex128 for d in kinds) else np.complex64)
+    if any(is_float_dtype(d) for d in kinds):
+        return np.dtype(np.float64 if any(d == np.float64 for d in kinds) else np.float32)
+    return np.dtype(np.int64)
+
+
+def dot_general(lhs: np.ndarray, rhs: np.ndarray, lb, lc, rb, rc) -> np.ndarray:
+    """The dot in the accumulation dtype, result dims (batch, lhs free, rhs free)."""
+    lb, lc, rb, rc = list(lb), list(lc), list(rb), list(rc)
+    if len(lb) != len(rb) or len(lc) != len(rc):
+        raise EvaluationError("dot has mismatched batch or contracting dimensions")
+    lf = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
+    acc = accumulation_dtype(lhs, rhs)
+    bshape = [lhs.shape[d] for d in lb]
+    mshape = [lhs.shape[d] for d in lf]
+    nshape = [rhs.shape[d] for d in rf]
+    kshape = [lhs.shape[d] for d in lc]
+    if [rhs.shape[d] for d in rc] != kshape or [rhs.shape[d] for d in rb] != bshape:
+        raise EvaluationError("dot operand dimensions do not match")
+    B = int(np.prod(bshape, dtype=np.int64))
+    M = int(np.prod(mshape, dtype=np.int64))
+    N = int(np.prod(nshape, dtype=np.int64))
+    K = int(np.prod(kshape, dtype=np.int64))
+    a = np.transpose(lhs, lb + lf + lc).astype(acc, copy=False).reshape(B, M, K)
+    b = np.transpose(rhs, rb + rc + rf).astype(acc, copy=False).reshape(B, K, N)
+    with np.errstate(all="ignore"):
+        out = np.matmul(a, b)
+    return out.reshape(bshape + mshape + nshape)
+
+
+@handler("dot")
+def _dot(ev, instr, ops):
+    lhs, rhs = ops
+    if "sparsity" in instr.attrs:
+        raise EvaluationError("sparse dot is not supported by the evaluator")
+    out = dot_general(lhs, rhs, instr.int_list("lhs_batch_dims"), instr.int_list("lhs_contracting_dims"),
+                      instr.int_list("rhs_batch_dims"), instr.int_list("rhs_contracting_dims"))
+    return cast_result(out, instr.shape.element_type)
+
+
+def conv_window(instr, spatial_rank: int):
+    text = instr.attrs.get("window")
+    window = parse_window(text) if text else ()
+    if not window and spatial_rank:
+        raise EvaluationError("convolution without a window")
+    if len(window) != spatial_rank:
+        raise EvaluationError(f"window has {len(window)} dimensions, expected {spatial_rank}")
+    return window
+
+
+def convolution(lhs: np.ndarray, rhs: np.ndarray, dnums, window, feature_group_count: int = 1,
+                batch_group_count: int = 1) -> np.ndarray:
+    """Convolution in the accumulation dtype, result in ``dnums``' output order."""
+    acc = accumulation_dtype(lhs, rhs)
+    isp, ksp, osp = list(dnums.input_spatial), list(dnums.kernel_spatial), list(dnums.output_spatial)
+    nsp = len(isp)
+    x = np.transpose(lhs, [dnums.input_batch, dnums.input_feature] + isp).astype(acc, copy=False)
+    w = np.transpose(rhs, [dnums.kernel_output_feature, dnums.kernel_input_feature] + ksp
+                     ).astype(acc, copy=False)
+    flips = [2 + i for i, wd in enumerate(window) if wd.window_reversal]
+    if flips:
+        w = np.flip(w, axis=flips)
+    config = [(0, 0, 0), (0, 0, 0)] + [(wd.padding_low, wd.padding_high, wd.base_dilation - 1)
+                                       for wd in window]
+    x = pad_array(x, np.zeros((), acc), config)
+    nb, c = x.shape[:2]
+    o, ci = w.shape[:2]
+    ksizes = w.shape[2:]
+    ext = [(k - 1) * wd.window_dilation + 1 for k, wd in zip(ksizes, window)]
+    outsp = [max(0, (s - e) // wd.stride + 1) if s >= e else 0
+             for s, e, wd in zip(x.shape[2:], ext, window)]
+    G, BG = feature_group_count, batch_group_count
+    if c != ci * G or o % G or o % BG or nb % BG:
+        raise EvaluationError(f"convolution features do not match: input {c}, kernel input {ci}, "
+                              f"output {o}, feature_group_count {G}, batch_group_count {BG}")
+    n_out = nb // BG
+    if any(s == 0 for s in outsp) or n_out == 0 or o == 0:
+        out = np.zeros([n_out, o] + outsp, dtype=acc)
+    else:
+        v = np.lib.stride_tricks.sliding_window_view(x, ext, axis=tuple(range(2, 2 + nsp)))
+        sl = (slice(None), slice(None)) + tuple(slice(None, None, wd.stride) for wd in window) + \
+            tuple(slice(None, None, wd.window_dilation) for wd in window)
+        v = v[sl]  # (N, C, out..., k...)
+        P = int(np.prod(outsp))
+        Kp = int(np.prod(ksizes))
+        # groups: (BG, Nb, G, Ci, out..., k...) -> (BG, G, Nb*P, Ci*K)
+        v = v.reshape((BG, n_out, G, ci) + tuple(outsp) + tuple(ksizes))
+        perm = [0, 2, 1] + list(range(4, 4 + nsp)) + [3] + list(range(4 + nsp, 4 + 2 * nsp))
+        cols = np.transpose(v, perm).reshape(BG, G, n_out * P, ci * Kp)
+        # kernel: (O, Ci, k...) -> O = (BG, G, Og) in XLA's order for each count
+        og = o // (G * BG)
+        if BG > 1:
+            wk = w.reshape(BG, 1, og, ci * Kp)
+        else:
+            wk = w.reshape(1, G, og, ci * Kp)
+        with np.errstate(all="ignore"):
+            res = np.matmul(cols, np.swapaxes(wk, -1, -2))  # (BG, G, Nb*P, Og)
+        res = res.reshape((BG, G, n_out) + tuple(outsp) + (og,))
+        # -> (Nb, BG, G, Og, out...)
+        res = np.moveaxis(res, [0, 1, 2, 3 + nsp], [1, 2, 0, 3])
+        out = res.reshape([n_out, o] + outsp)
+    # to the output layout of dim_labels
+    rank = 2 + nsp
+    order = [0] * rank
+    order[dnums.output_batch] = 0
+    order[dnums.output_feature] = 1
+    for i, d in enumerate(osp):
+        order[d] = 2 + i
+    return np.transpose(out, order)
+
+
+@handler("convolution")
+def _convolution(ev, instr, ops):
+    lhs, rhs = ops
+    dnums = parse_dim_labels(instr.attrs["dim_labels"])
+    window = conv_window(instr, len(dnums.input_spatial))
+    out = convolution(lhs, rhs, dnums, window, instr.int_attr("feature_group_count", 1),
+                      instr.int_attr("batch_group_count", 1))
+    et = instr.shape.element_type
+    if out.dtype.kind == "i":
+        lo, hi = int_range(et)
+        out = np.clip(out, lo, hi)
+    return cast_result(out, et)
