@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bisect": ("hlorun.cli.bisect:bisect_cmd", "First pass after which a condition holds (--pass-limit search), or where two pipelines differ."),
     "buffers": ("hlorun.cli.buffers:buffers", "Assign buffers like XLA:GPU: allocations, memory report, live ranges, aliasing hazards."),
     "check": ("hlorun.cli.fmt:check", "Parse and verify HLO files; report diagnostics."),
+    "compare": ("hlorun.cli.run:compare", "Evaluate two HLO modules on the same inputs and compare outputs."),
     "compile": ("hlorun.cli.compile:compile_cmd", "Run a YAML pipeline on a module: pass table, diffs, violations, dumps."),
     "fmt": ("hlorun.cli.fmt:fmt", "Parse and print HLO files (full, long, short or canonical form)."),
     "opt": ("hlorun.cli.opt:opt", "Run just the listed passes (--passes=a,b{opt=v}) and print the module."),
@@ -26,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pipelines": ("hlorun.cli.pipelines:pipelines_cmd", "List pipelines, or show one as a tree (disabled steps marked)."),
     "reduce": ("hlorun.cli.reduce:reduce_cmd", "Shrink a module while a condition (violation, pass failure, backend, numerics, script) holds."),
     "replay": ("hlorun.cli.replay:replay_cmd", "Show an XLA dump directory as a pass table with per-pass diffs."),
+    "run": ("hlorun.cli.run:run", "Evaluate an HLO module with the numpy evaluator; summarize outputs."),
 }
 
 

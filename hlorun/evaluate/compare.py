@@ -58,6 +58,7 @@ class LeafDiff:
     worst_index: tuple[int, ...] | None = None
     worst_a: Any = None
     worst_b: Any = None
+    worst_ratio: float = 0.0         # |a - b| / tolerance at the worst element
     message: str = ""
 
     def to_json(self) -> dict:
@@ -67,7 +68,7 @@ class LeafDiff:
             "max_abs_error": self.max_abs_error, "max_rel_error": self.max_rel_error,
             "worst_index": list(self.worst_index) if self.worst_index is not None else None,
             "worst_a": _jsonable(self.worst_a), "worst_b": _jsonable(self.worst_b),
-            "message": self.message,
+            "worst_ratio_to_tolerance": _jsonable(self.worst_ratio), "message": self.message,
         }
 
     def describe(self) -> str:
@@ -78,9 +79,12 @@ class LeafDiff:
                 f"{'ok' if self.ok else f'{self.mismatches} elements differ'}")
         if self.worst_index is None:
             return head
+        ratio = (f", {self.worst_ratio:.2g}x the tolerance" if self.worst_ratio != float("inf")
+                 else "")
         return (f"{head}; worst at [{','.join(map(str, self.worst_index))}]: "
-                f"{_fmt(self.worst_a)} vs {_fmt(self.worst_b)} (abs error {self.max_abs_error:.3g}, "
-                f"rel error {self.max_rel_error:.3g}; rtol {self.rtol:g}, atol {self.atol:g})")
+                f"{_fmt(self.worst_a)} vs {_fmt(self.worst_b)} "
+                f"(|diff| {abs(_num(self.worst_a) - _num(self.worst_b)):.3g}{ratio}; "
+                f"max |diff| {self.max_abs_error:.3g}; rtol {self.rtol:g}, atol {self.atol:g})")
 
 
 @dataclass
@@ -112,6 +116,13 @@ def _jsonable(v: Any) -> Any:
     if np.isnan(f) or np.isinf(f):
         return str(f)
     return f
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _fmt(v: Any) -> str:
@@ -164,6 +175,7 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
             leaf.worst_index = tuple(int(x) for x in np.unravel_index(i, a.shape))
             leaf.worst_a, leaf.worst_b = a.reshape(-1)[i], b.reshape(-1)[i]
             leaf.max_abs_error = float(diff.reshape(-1)[i])
+            leaf.worst_ratio = float("inf")
             denom = abs(float(fa.reshape(-1)[i]))
             leaf.max_rel_error = leaf.max_abs_error / denom if denom else float("inf")
         return leaf
@@ -188,6 +200,7 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
     if ratio.reshape(-1)[i] > 0:
         leaf.worst_index = tuple(int(x) for x in np.unravel_index(i, a.shape))
         leaf.worst_a, leaf.worst_b = fa.reshape(-1)[i], fb.reshape(-1)[i]
+        leaf.worst_ratio = float(ratio.reshape(-1)[i])
         if a.dtype.kind == "c":
             leaf.worst_a, leaf.worst_b = abs(leaf.worst_a), abs(leaf.worst_b)
     return leaf

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 from ..ir.attrs import parse_dim_labels
@@ -178,7 +179,7 @@ def _cublas_lt_f8(ev, instr, ops):
         amax = np.max(np.abs(out)) if out.size else np.float32(0)
         if is_f8_out:
             d_scale = _scalar(ops[-1])
-            fmax = float(np.finfo(dtype_of(d_type)).max)
+            fmax = float(ml_dtypes.finfo(dtype_of(d_type)).max)
             out = np.clip(out * out.dtype.type(d_scale), -fmax, fmax)
     values = [cast_result(out, d_type)]
     if cfg.get("damax_output"):
@@ -292,7 +293,8 @@ def _adjoint_conv(grad_out, other, dnums, window, fgc, want: str, x_shape, w_sha
             gx[(slice(None), slice(None)) + sl] += contrib
         else:
             xk = xp[(slice(None), slice(None)) + sl].reshape((n, G, ci) + tuple(out_sp))
-            upd = np.einsum("ngo...,ngc...->goc", gg, xk).reshape(o, ci)
+            upd = np.einsum("ngop,ngcp->goc", gg.reshape(n, G, og, -1),
+                            xk.reshape(n, G, ci, -1)).reshape(o, ci)
             gw[(slice(None), slice(None)) + tuple(kidx)] += upd
     if want == "input":
         # undo padding and base dilation
