@@ -51,8 +51,10 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, lb, lc, rb, rc) -> np.ndarray:
     M = int(np.prod(mshape, dtype=np.int64))
     N = int(np.prod(nshape, dtype=np.int64))
     K = int(np.prod(kshape, dtype=np.int64))
-    a = np.transpose(lhs, lb + lf + lc).astype(acc, copy=False).reshape(B, M, K)
-    b = np.transpose(rhs, rb + rc + rf).astype(acc, copy=False).reshape(B, K, N)
+    # Transposes stay views and conversions keep the memory order (order="K"),
+    # so BLAS reads a transposed operand in place instead of a copy.
+    a = np.transpose(lhs, lb + lf + lc).astype(acc, order="K", copy=False).reshape(B, M, K)
+    b = np.transpose(rhs, rb + rc + rf).astype(acc, order="K", copy=False).reshape(B, K, N)
     with np.errstate(all="ignore"):
         out = np.matmul(a, b)
     return out.reshape(bshape + mshape + nshape)
