@@ -209,7 +209,8 @@ class CompileSession:
             write_bundle(self.bug_report, staging, self, argv, self.bug_report_reduce,
                          self.bug_report_timeout)
             report.info(f"bug report: {self.bug_report}")
-        return result.exit_code
+        # Add-on listeners (--check-numerics) may fail the run too.
+        return max([result.exit_code] + [getattr(lst, "exit_code", 0) for lst in self.extra_listeners])
 
     # -- rendering -----------------------------------------------------------------
     def _render_text(self, res: PipelineResult, source: str) -> None:
@@ -259,6 +260,9 @@ class CompileSession:
         if self.repro and not getattr(self, "_repro_in_bundle", False):
             report.info(f"reproducer: {self.repro['dir']}")
             report.info(f"  {self.repro['command']}")
+        for lst in self.extra_listeners:  # add-ons' own sections (--check-numerics)
+            if hasattr(lst, "render_text"):
+                lst.render_text(report)
         n_changed = sum(1 for e in res.events if e.changed)
         status = {"ok": "ok", "violation": "VIOLATION", "pass-failure": "PASS FAILURE"}[res.status]
         limit = f", stopped at --pass-limit {self.pass_limit}" if res.stopped_by_limit else ""
@@ -270,6 +274,13 @@ class CompileSession:
 
     def to_json(self, res: PipelineResult) -> dict[str, Any]:
         """The CI report (schema documented in README, "JSON report")."""
+        doc = self._json(res)
+        for lst in self.extra_listeners:  # add-ons' sections (--check-numerics: "numerics")
+            if hasattr(lst, "update_report"):
+                lst.update_report(doc)
+        return doc
+
+    def _json(self, res: PipelineResult) -> dict[str, Any]:
         t = res.target
         return {
             "schema": JSON_SCHEMA,

@@ -68,6 +68,34 @@ REMARK = {
     },
 }
 
+NUMERICS_CHECK = {
+    "type": "object",
+    "required": ["index", "pass", "status"],
+    "properties": {
+        "index": _INT, "pass": {"type": "string"},
+        "status": {"enum": ["ok", "mismatch", "unevaluable"]},
+        "message": {"type": "string"}, "seconds": _NUM,
+        "max_abs_error": _NUM, "max_abs_change": _NUM,
+        "worst": {"type": ["object", "null"]},
+        "outputs": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+#: ``compile --check-numerics``: present only with that option.
+NUMERICS = {
+    "type": "object",
+    "required": ["mode", "seed", "rtol", "atol", "inputs", "checks", "first_mismatch", "notes"],
+    "properties": {
+        "mode": {"enum": ["each", "final"]}, "seed": _INT,
+        "rtol": {"type": ["number", "null"]}, "atol": {"type": ["number", "null"]},
+        "inputs": {"type": "array", "items": {"type": "string"}},
+        "start_seconds": _NUM,
+        "checks": {"type": "array", "items": NUMERICS_CHECK},
+        "first_mismatch": {"type": ["object", "null"]},
+        "notes": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "hlorun.compile/1",
@@ -86,7 +114,7 @@ SCHEMA: dict[str, Any] = {
         "target": {"type": "object", "required": ["platform", "device", "compute_capability"],
                    "properties": {"platform": {"type": "string"}, "device": {"type": "string"},
                                   "compute_capability": {"type": "string"}}},
-        "status": {"enum": ["ok", "violation", "pass-failure"]},
+        "status": {"enum": ["ok", "violation", "pass-failure", "numerics-mismatch"]},
         "exit_code": {"enum": [0, 2]},
         "passes": {"type": "array", "items": PASS},
         "violations": {"type": "array", "items": VIOLATION},
@@ -116,6 +144,7 @@ SCHEMA: dict[str, Any] = {
         "output": _STR_OR_NULL,
         "dump_dir": _STR_OR_NULL,
         "repro": {"type": ["object", "null"]},
+        "numerics": NUMERICS,
     },
 }
 

@@ -10,6 +10,7 @@ import sys
 import click
 
 from ._common import handle_errors, target_options
+from .numerics_options import make_numerics_listener, numerics_options
 
 
 def selection_options(fn):
@@ -118,13 +119,15 @@ def _print_schema(ctx, param, value):
 @click.option("--remarks", "show_remarks", is_flag=True,
               help="List the passes' remarks (what each pass did or declined to do, per instruction).")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks of pass failures.")
+@numerics_options
 @target_options
 @handle_errors
 def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_form, verify_each,
                 check_changed, keep_going, disable_passes, enable_passes_only, xla_disable,
                 xla_enable, xla_disable_all, xla_flags, pass_limit, dump_to, dump_pass_re,
                 xla_dump_to, xla_dump_re, repro_dir, bug_report, bug_reduce, reduce_timeout, table,
-                show_remarks, traceback, platform, device, compute_capability):
+                show_remarks, traceback, platform, device, compute_capability, check_numerics, rtol,
+                atol, seed, numerics_inputs, max_bytes):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
     per changed pass on stderr; print the optimized module.
 
@@ -147,6 +150,7 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         from pathlib import Path
         if Path(output).resolve() == Path(file).resolve():
             raise UsageError(f"refusing to overwrite the input {file}; pick another -o")
+    numerics = make_numerics_listener(check_numerics, rtol, atol, seed, numerics_inputs, max_bytes)
     session = CompileSession(
         file=file, pipeline=pipeline_name, output=output, fmt=fmt, diff_mode=diff_mode,
         diff_filter=diff_filter, diff_form=diff_form, verify_each=verify_each,
@@ -156,7 +160,8 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         target_overrides={"platform": platform, "device": device,
                           "compute_capability": compute_capability},
         argv=["compile"] + _argv(), bug_report=bug_report, bug_report_reduce=bug_reduce,
-        bug_report_timeout=reduce_timeout)
+        bug_report_timeout=reduce_timeout,
+        extra_listeners=[numerics] if numerics is not None else [])
     for n in notes:
         report.warn(n)
     sys.exit(session.run())

@@ -15,15 +15,17 @@ from typing import Any, Sequence
 
 from . import core, custom_calls, elementwise, indexing, linalg, reduction, shapes  # noqa: F401
 from .compare import Comparison, LeafDiff, compare_arrays, compare_values, tolerance_for
-from .core import DEFAULT_MAX_BYTES, Evaluator
+from .core import DEFAULT_MAX_BYTES, DEFAULT_MAX_WHILE_ITERATIONS, Evaluator
 from .inputs import coerce_input, random_inputs
 from .memory import estimate_peak_bytes, format_bytes
 from .registry import CUSTOM_CALLS, HANDLERS, EvaluationError
 
 
-def evaluate(module, args: Sequence[Any], max_bytes: int | None = DEFAULT_MAX_BYTES) -> Any:
+def evaluate(module, args: Sequence[Any], max_bytes: int | None = DEFAULT_MAX_BYTES,
+             max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS) -> Any:
     """Evaluate ``module``'s entry computation on ``args``."""
-    return Evaluator(module, max_bytes=max_bytes).evaluate(args)
+    return Evaluator(module, max_bytes=max_bytes,
+                     max_while_iterations=max_while_iterations).evaluate(args)
 
 
 def supported_opcodes() -> list[str]:
@@ -41,13 +43,28 @@ def output_types(module) -> list[str]:
 
 
 def unsupported_ops(module) -> list[str]:
-    """Opcodes / custom-call targets in ``module`` the evaluator lacks."""
+    """Opcodes / custom-call targets the evaluator lacks among the
+    instructions an evaluation of the entry would reach (dead code and
+    uncalled computations do not count)."""
     missing: set[str] = set()
-    for ins in module.instructions():
+    if module.entry is None or module.entry.root is None:
+        return ["(no entry computation)"]
+    seen: set = set()
+    stack = [module.entry.root]
+    while stack:
+        ins = stack.pop()
+        if ins in seen:
+            continue
+        seen.add(ins)
         if ins.opcode not in HANDLERS:
             missing.add(ins.opcode)
         elif ins.opcode == "custom-call" and ins.custom_call_target not in CUSTOM_CALLS:
             missing.add(f"custom-call {ins.custom_call_target}")
+        stack.extend(ins.operands)
+        if ins.attrs:
+            for comp in ins.called_computations():
+                if comp.root is not None:
+                    stack.append(comp.root)
     return sorted(missing)
 
 

@@ -75,7 +75,7 @@ class LeafDiff:
         where = "output" + ("{" + ",".join(map(str, self.index)) + "}" if self.index else "")
         if self.message:
             return f"{where}: {self.message}"
-        head = (f"{where} {self.element_type}{list(self.shape)}: "
+        head = (f"{where} {self.element_type}[{','.join(map(str, self.shape))}]: "
                 f"{'ok' if self.ok else f'{self.mismatches} elements differ'}")
         if self.worst_index is None:
             return head

@@ -26,7 +26,7 @@ from .registry import CUSTOM_CALLS, HANDLERS, EvaluationError
 #: default for --max-bytes: refuse evaluations whose estimated peak exceeds it
 DEFAULT_MAX_BYTES = 4 << 30
 #: a while loop running longer than this is reported, not waited for
-DEFAULT_MAX_WHILE_ITERATIONS = 1_000_000
+DEFAULT_MAX_WHILE_ITERATIONS = 100_000
 
 #: opcodes whose scalar computations can be lifted over arrays
 LIFTABLE = frozenset({

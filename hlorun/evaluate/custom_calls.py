@@ -7,6 +7,9 @@ contracts of XLA's thunk emitter (``service/gpu/thunk_emitter.cc``):
     ``d = act(alpha * dot(a, b) + beta * c + bias)`` with the dot numbers of
     ``gemm_backend_config``; ``aux`` is the value before the activation.
     The vector bias is broadcast along the output's last (column) dimension.
+    An operand without batch dimensions while the other has them (what
+    ``cublas-gemm-broadcast-folding-rewriter`` leaves) is shared by every
+    batch (a batch stride of 0).
     GELU is cuBLASLt's tanh approximation.
 
 ``__cublas$lt$matmul$f8``
@@ -72,8 +75,19 @@ def _dims(cfg: dict, key: str) -> list[int]:
 
 
 def _gemm_core(instr, a, b, cfg) -> np.ndarray:
-    out = dot_general(a, b, _dims(cfg, "lhs_batch_dimensions"), _dims(cfg, "lhs_contracting_dimensions"),
-                      _dims(cfg, "rhs_batch_dimensions"), _dims(cfg, "rhs_contracting_dimensions"))
+    lb, lc = _dims(cfg, "lhs_batch_dimensions"), _dims(cfg, "lhs_contracting_dimensions")
+    rb, rc = _dims(cfg, "rhs_batch_dimensions"), _dims(cfg, "rhs_contracting_dimensions")
+    # cublas-gemm-broadcast-folding-rewriter drops the batch dimensions of a
+    # broadcast operand (a batch stride of 0): broadcast it back in front.
+    if lb and not rb:
+        batch = [a.shape[d] for d in lb]
+        b = np.broadcast_to(b, tuple(batch) + b.shape)
+        rb, rc = list(range(len(batch))), [d + len(batch) for d in rc]
+    elif rb and not lb:
+        batch = [b.shape[d] for d in rb]
+        a = np.broadcast_to(a, tuple(batch) + a.shape)
+        lb, lc = list(range(len(batch))), [d + len(batch) for d in lc]
+    out = dot_general(a, b, lb, lc, rb, rc)
     alpha = complex(float(cfg.get("alpha_real", 1)), float(cfg.get("alpha_imag", 0)))
     if out.dtype.kind == "c":
         return out * alpha
@@ -341,3 +355,22 @@ def _cudnn_backward_filter(ev, instr, ops):
     res = _adjoint_conv(ops[1], ops[0], dnums, window, fgc, "filter",
                         instr.operands[0].shape.dimensions, shapes[0].dimensions)
     return _finish(instr, [cast_result(res, shapes[0].element_type)])
+
+
+# ---------------------------------------------------------------------------
+# Annotations that are the identity on one device
+# ---------------------------------------------------------------------------
+
+
+@custom_call("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost",
+             "MoveToDevice", "annotate_device_placement")
+def _identity_annotation(ev, instr, ops):
+    """Sharding and memory-space annotations: the operand itself (a
+    shape-changing SPMD conversion needs a partitioned program: refused)."""
+    if len(ops) != 1:
+        raise EvaluationError(f"{instr.custom_call_target} takes one operand, got {len(ops)}")
+    src = instr.operands[0].shape
+    if src.to_string(False) != instr.shape.to_string(False):
+        raise EvaluationError(f"{instr.custom_call_target} from {src.to_string(False)} to "
+                              f"{instr.shape.to_string(False)} needs the partitioned program")
+    return ops[0]

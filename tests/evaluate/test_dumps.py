@@ -68,8 +68,11 @@ def _sweep_cases():
     out = []
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
         m = re.search(r"_m(\d+)_n(\d+)_k(\d+)", d.name)
-        size = int(m.group(1)) * int(m.group(2)) + int(m.group(2)) * int(m.group(3))
-        out.append(pytest.param(d, id=d.name, marks=[pytest.mark.slow] if size > 2_000_000 else []))
+        flops = 2 * int(m.group(1)) * int(m.group(2)) * int(m.group(3))
+        marks = [pytest.mark.slow] if flops > 3e8 else []
+        if flops > 2e10:  # minutes on a laptop core: measured by bench/evaluate.py instead
+            marks = [pytest.mark.skip(reason="too large for the test suite (bench/evaluate.py)")]
+        out.append(pytest.param(d, id=d.name, marks=marks))
     return out
 
 

@@ -1,0 +1,169 @@
+"""``compile --check-numerics``: evaluate the module before the pipeline and
+after every pass that changed it, on the same inputs, and name the first
+pass whose outputs differ from the input module's beyond tolerance.
+
+:class:`NumericsListener` is a pipeline :class:`~hlorun.pipeline.Listener`
+(it never mutates the module).  ``mode="each"`` checks after every changed
+pass; ``mode="final"`` only compares the start and the end.  Every check
+compares with the *input module's* outputs (the ground truth) and records
+the drift from the previous check too, so a pass that nudges rounding
+without crossing the tolerance is still visible.  After the first
+mismatch, checking stops: the culprit is found.  A module a pass made
+unevaluable (an op the evaluator lacks) is noted and skipped, never guessed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from ..ir.module import Module
+from ..pipeline import Listener, PassEvent, PipelineResult
+from .compare import Comparison, compare_values
+from .core import DEFAULT_MAX_BYTES, Evaluator
+from .registry import EvaluationError
+
+
+def _worst_json(cmp: Comparison) -> dict | None:
+    leaf = cmp.worst()
+    if leaf is None:
+        leaf = max(cmp.leaves, key=lambda x: x.worst_ratio, default=None)
+    return leaf.to_json() if leaf is not None else None
+
+
+class NumericsListener(Listener):
+    """Checks the numbers around passes; results in :attr:`checks`,
+    :attr:`first_mismatch`, :attr:`notes`."""
+
+    def __init__(self, mode: str = "each", inputs: Sequence[str] = (), seed: int = 0,
+                 rtol: float | None = None, atol: float | None = None,
+                 max_bytes: int | None = DEFAULT_MAX_BYTES):
+        if mode not in ("each", "final"):
+            raise ValueError(f"--check-numerics mode must be 'each' or 'final', not {mode!r}")
+        self.mode = mode
+        self.input_specs = list(inputs)
+        self.seed = seed
+        self.rtol = rtol
+        self.atol = atol
+        self.max_bytes = max_bytes
+        self.args: list[Any] | None = None
+        self.reference: Any = None
+        self.previous: Any = None
+        self.types: list[str] = []
+        self.signature: list[str] = []
+        self.checks: list[dict] = []
+        self.first_mismatch: dict | None = None
+        self.notes: list[str] = []
+        self.start_seconds = 0.0
+        self._changed_since_check = False
+
+    # -- listener events -------------------------------------------------------------------
+    def on_run_start(self, run, module: Module) -> None:
+        from . import output_types, unsupported_ops
+        from .session import build_inputs
+        missing = unsupported_ops(module)
+        if missing:
+            raise EvaluationError("--check-numerics: the input module cannot be evaluated: "
+                                  f"{', '.join(missing)} not supported by the evaluator")
+        self.args = build_inputs(module, self.input_specs, self.seed)
+        self.types = output_types(module)
+        self.signature = self._signature(module)
+        t = time.perf_counter()
+        self.reference = Evaluator(module, max_bytes=self.max_bytes).evaluate(self.args)
+        self.start_seconds = time.perf_counter() - t
+        self.previous = self.reference
+
+    def on_after_pass(self, ev: PassEvent, module: Module) -> None:
+        if not ev.changed:
+            return
+        self._changed_since_check = True
+        if self.mode == "each" and self.first_mismatch is None:
+            self._check(ev.index, ev.path, module)
+
+    def on_run_end(self, result: PipelineResult, module: Module) -> None:
+        if self.mode == "final" and self._changed_since_check and self.reference is not None:
+            last = result.events[-1] if result.events else None
+            self._check(last.index if last else 0, "pipeline-end", module)
+
+    # -- checking ------------------------------------------------------------------------------
+    @staticmethod
+    def _signature(module: Module) -> list[str]:
+        return [p.shape.to_string(False) if p is not None else "?" for p in module.entry.parameters]
+
+    def _check(self, index: int, path: str, module: Module) -> None:
+        from . import unsupported_ops
+        rec: dict[str, Any] = {"index": index, "pass": path}
+        missing = unsupported_ops(module)
+        if missing:
+            rec.update(status="unevaluable", message=f"{', '.join(missing)} not supported by the evaluator")
+            self.checks.append(rec)
+            return
+        sig = self._signature(module)
+        if sig != self.signature:
+            rec.update(status="unevaluable",
+                       message=f"entry parameters changed: ({', '.join(self.signature)}) -> ({', '.join(sig)})")
+            self.checks.append(rec)
+            return
+        t = time.perf_counter()
+        try:
+            out = Evaluator(module, max_bytes=self.max_bytes).evaluate(self.args)
+        except EvaluationError as e:
+            rec.update(status="unevaluable", message=e.message)
+            self.checks.append(rec)
+            return
+        rec["seconds"] = round(time.perf_counter() - t, 6)
+        vs_start = compare_values(self.reference, out, self.types, rtol=self.rtol, atol=self.atol)
+        vs_prev = compare_values(self.previous, out, self.types, rtol=self.rtol, atol=self.atol)
+        self.previous = out
+        rec["status"] = "ok" if vs_start.ok else "mismatch"
+        rec["max_abs_error"] = max((leaf.max_abs_error for leaf in vs_start.leaves), default=0.0)
+        rec["max_abs_change"] = max((leaf.max_abs_error for leaf in vs_prev.leaves), default=0.0)
+        rec["worst"] = _worst_json(vs_start)
+        rec["outputs"] = [leaf.to_json() for leaf in vs_start.leaves]
+        rec["describe"] = [leaf.describe() for leaf in vs_start.leaves if not leaf.ok]
+        self.checks.append(rec)
+        if not vs_start.ok and self.first_mismatch is None:
+            self.first_mismatch = rec
+
+    # -- results -----------------------------------------------------------------------------------
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.first_mismatch is not None else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode, "seed": self.seed, "rtol": self.rtol, "atol": self.atol,
+            "inputs": self.input_specs, "start_seconds": round(self.start_seconds, 6),
+            "checks": [{k: v for k, v in c.items() if k != "describe"} for c in self.checks],
+            "first_mismatch": ({k: v for k, v in self.first_mismatch.items() if k != "describe"}
+                               if self.first_mismatch else None),
+            "notes": self.notes,
+        }
+
+    def update_report(self, doc: dict[str, Any]) -> None:
+        """Add the ``numerics`` section to ``compile --format json``'s report."""
+        doc["numerics"] = self.to_json()
+        if self.first_mismatch is not None and doc.get("status") == "ok":
+            doc["status"] = "numerics-mismatch"
+            doc["exit_code"] = 2
+
+    def render_text(self, report) -> None:
+        evaluated = [c for c in self.checks if c.get("status") in ("ok", "mismatch")]
+        skipped = [c for c in self.checks if c.get("status") == "unevaluable"]
+        for c in skipped:
+            report.warn(f"numerics: not checked after #{c['index']} {c['pass']}: {c['message']}")
+        what = "after every changed pass" if self.mode == "each" else "at the end"
+        if self.first_mismatch is not None:
+            m = self.first_mismatch
+            body = [f"pass #{m['index']} {m['pass']} changed the result beyond tolerance "
+                    f"(inputs: seed {self.seed}" + (", " + ", ".join(self.input_specs) if self.input_specs else "")
+                    + ")"]
+            body += [f"  {d}" for d in m["describe"]]
+            if self.mode == "final":
+                body.append("  (--check-numerics=final compares only start and end; "
+                            "use --check-numerics to find the pass)")
+            report.panel("numerics mismatch", "\n".join(body))
+            return
+        max_err = max((c.get("max_abs_error", 0.0) for c in evaluated), default=0.0)
+        report.info(f"numerics: {len(evaluated)} check(s) {what} agree with the input module "
+                    f"(max |diff| {max_err:.3g}, seed {self.seed})")
