@@ -111,7 +111,7 @@ def compare(a, b, inputs, seed, rtol, atol, max_bytes, fmt_):
     """Evaluate modules A and B on the same inputs and compare their outputs
     element by element. Exit 0 if they agree within tolerance, 2 if not."""
     from .. import report
-    from ..evaluate import Evaluator, compare_values, output_types
+    from ..evaluate import Evaluator, compare_values, output_types, tolerance_types
     from ..evaluate.session import build_inputs, check_same_signature, parse_bytes
     ma, mb = _load(a), _load(b)
     check_same_signature(ma, mb)
@@ -119,7 +119,8 @@ def compare(a, b, inputs, seed, rtol, atol, max_bytes, fmt_):
     args = build_inputs(ma, inputs, seed)
     ra = Evaluator(ma, max_bytes=limit).evaluate(args)
     rb = Evaluator(mb, max_bytes=limit).evaluate(args)
-    cmp = compare_values(ra, rb, output_types(ma), rtol=rtol, atol=atol)
+    cmp = compare_values(ra, rb, output_types(ma), rtol=rtol, atol=atol,
+                         tolerance_types=tolerance_types(ma))
     if fmt_ == "json":
         report.write_stdout(json.dumps({"a": a, "b": b, "seed": seed, **cmp.to_json()}, indent=2) + "\n")
     else:

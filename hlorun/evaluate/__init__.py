@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import core, custom_calls, elementwise, indexing, linalg, reduction, shapes  # noqa: F401
-from .compare import Comparison, LeafDiff, compare_arrays, compare_values, tolerance_for
+from .compare import (Comparison, LeafDiff, compare_arrays, compare_values, tolerance_for,
+                      tolerance_types)
 from .core import DEFAULT_MAX_BYTES, DEFAULT_MAX_WHILE_ITERATIONS, Evaluator
 from .inputs import coerce_input, random_inputs
 from .memory import estimate_peak_bytes, format_bytes
@@ -72,5 +73,5 @@ __all__ = [
     "Comparison", "DEFAULT_MAX_BYTES", "EvaluationError", "Evaluator", "LeafDiff",
     "coerce_input", "compare_arrays", "compare_values", "estimate_peak_bytes", "evaluate",
     "format_bytes", "output_types", "random_inputs", "supported_custom_calls",
-    "supported_opcodes", "tolerance_for", "unsupported_ops",
+    "supported_opcodes", "tolerance_for", "tolerance_types", "unsupported_ops",
 ]

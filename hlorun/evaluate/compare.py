@@ -143,15 +143,20 @@ def _leaves(value: Any, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ..
 
 
 def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
-                   rtol: float | None = None, atol: float | None = None) -> LeafDiff:
-    """Compare ``b`` against the reference ``a``."""
+                   rtol: float | None = None, atol: float | None = None,
+                   tolerance_type: str | None = None) -> LeafDiff:
+    """Compare ``b`` against the reference ``a``; the default tolerances are
+    those of ``tolerance_type`` (default: ``element_type``)."""
     if a is None and b is None:
         return LeafDiff(index, element_type, (), True)
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return LeafDiff(index, element_type, tuple(a.shape), False,
                         message=f"shapes differ: {list(a.shape)} vs {list(b.shape)}")
-    r, t = tolerance_for(element_type, rtol, atol)
+    r, t = tolerance_for(tolerance_type or element_type, rtol, atol)
+    if tolerance_type and tolerance_type != element_type:
+        r0, t0 = tolerance_for(element_type, rtol, atol)
+        r, t = max(r, r0), max(t, t0)
     leaf = LeafDiff(index, element_type, tuple(a.shape), True, r, t)
     if a.size == 0:
         return leaf
@@ -207,9 +212,12 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
 
 
 def compare_values(a: Any, b: Any, types: list[str] | None = None,
-                   rtol: float | None = None, atol: float | None = None) -> Comparison:
+                   rtol: float | None = None, atol: float | None = None,
+                   tolerance_types: list[str] | None = None) -> Comparison:
     """Compare two evaluation results (arrays or nested tuples) leaf by leaf.
-    ``types`` are the HLO element types of the leaves of ``a``."""
+    ``types`` are the HLO element types of the leaves of ``a``;
+    ``tolerance_types`` (see :func:`tolerance_types`) the types whose
+    tolerance applies to each leaf."""
     la, lb = _leaves(a), _leaves(b)
     cmp = Comparison()
     if len(la) != len(lb):
@@ -218,7 +226,8 @@ def compare_values(a: Any, b: Any, types: list[str] | None = None,
         return cmp
     for k, ((ia, va), (_, vb)) in enumerate(zip(la, lb)):
         t = types[k] if types and k < len(types) else _type_of(va)
-        cmp.leaves.append(compare_arrays(va, vb, t, ia, rtol, atol))
+        tt = tolerance_types[k] if tolerance_types and k < len(tolerance_types) else None
+        cmp.leaves.append(compare_arrays(va, vb, t, ia, rtol, atol, tt))
     return cmp
 
 
@@ -236,3 +245,65 @@ def _type_of(v: Any) -> str:
     if dt.kind == "u":
         return f"u{dt.itemsize * 8}"
     return dt.name
+
+
+#: mantissa bits of the floating types (fewer bits: looser tolerance)
+_MANTISSA = {"f64": 52, "c128": 52, "f32": 23, "c64": 23, "f16": 10, "bf16": 7,
+             "f8e3m4": 4, "f8e4m3": 3, "f8e4m3fn": 3, "f8e4m3fnuz": 3, "f8e4m3b11fnuz": 3,
+             "f8e5m2": 2, "f8e5m2fnuz": 2}
+
+
+def _narrowest(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if _MANTISSA.get(a, 99) <= _MANTISSA.get(b, 99) else b
+
+
+def tolerance_types(module) -> list[str]:
+    """Per output leaf of the entry: the least precise floating type in the
+    computation that produces it (an f32 loss computed through bf16 logits
+    cannot be compared more tightly than bf16), or the leaf's own type."""
+    from ..ir.module import Computation
+    comp_cache: dict[Computation, str | None] = {}
+
+    def in_comp(comp: Computation) -> str | None:
+        if comp in comp_cache:
+            return comp_cache[comp]
+        comp_cache[comp] = None  # recursion guard
+        best = None
+        for ins in comp.instructions:
+            best = _narrowest(best, own(ins))
+        comp_cache[comp] = best
+        return best
+
+    def own(ins) -> str | None:
+        best = None
+        for _, s in (ins.shape.leaves() if ins.shape.is_tuple else [((), ins.shape)]):
+            if s.is_array and s.element_type in _MANTISSA:
+                best = _narrowest(best, s.element_type)
+        if ins.attrs:
+            for c in ins.called_computations():
+                best = _narrowest(best, in_comp(c))
+        return best
+
+    entry = module.entry
+    cone: dict = {}
+    for ins in entry.post_order():
+        best = own(ins)
+        for o in ins.operands:
+            best = _narrowest(best, cone.get(o))
+        cone[ins] = best
+    root = entry.root
+    out = []
+    leaves = root.shape.leaves() if root.shape.is_tuple else [((), root.shape)]
+    for k, (idx, s) in enumerate(leaves):
+        src = root
+        # a tuple root: follow the operand that produced the leaf
+        while idx and src.opcode == "tuple":
+            src, idx = src.operands[idx[0]], idx[1:]
+        narrow = cone.get(src)
+        t = s.element_type
+        out.append(_narrowest(t, narrow) if t in _MANTISSA else t)
+    return out

@@ -50,6 +50,7 @@ class NumericsListener(Listener):
         self.reference: Any = None
         self.previous: Any = None
         self.types: list[str] = []
+        self.tolerance_types: list[str] = []
         self.signature: list[str] = []
         self.checks: list[dict] = []
         self.first_mismatch: dict | None = None
@@ -59,7 +60,7 @@ class NumericsListener(Listener):
 
     # -- listener events -------------------------------------------------------------------
     def on_run_start(self, run, module: Module) -> None:
-        from . import output_types, unsupported_ops
+        from . import output_types, tolerance_types, unsupported_ops
         from .session import build_inputs
         missing = unsupported_ops(module)
         if missing:
@@ -67,6 +68,7 @@ class NumericsListener(Listener):
                                   f"{', '.join(missing)} not supported by the evaluator")
         self.args = build_inputs(module, self.input_specs, self.seed)
         self.types = output_types(module)
+        self.tolerance_types = tolerance_types(module)
         self.signature = self._signature(module)
         t = time.perf_counter()
         self.reference = Evaluator(module, max_bytes=self.max_bytes).evaluate(self.args)
@@ -112,8 +114,9 @@ class NumericsListener(Listener):
             self.checks.append(rec)
             return
         rec["seconds"] = round(time.perf_counter() - t, 6)
-        vs_start = compare_values(self.reference, out, self.types, rtol=self.rtol, atol=self.atol)
-        vs_prev = compare_values(self.previous, out, self.types, rtol=self.rtol, atol=self.atol)
+        kw = dict(rtol=self.rtol, atol=self.atol, tolerance_types=self.tolerance_types)
+        vs_start = compare_values(self.reference, out, self.types, **kw)
+        vs_prev = compare_values(self.previous, out, self.types, **kw)
         self.previous = out
         rec["status"] = "ok" if vs_start.ok else "mismatch"
         rec["max_abs_error"] = max((leaf.max_abs_error for leaf in vs_start.leaves), default=0.0)

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs
+from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs, tolerance_types
 from hlorun.parser import load_module
 
 from ..conftest import SHARED
@@ -38,7 +38,7 @@ def _reference(d):
 
 def _assert_agree(before, ref, module, args, label):
     got = evaluate(module, args)
-    cmp = compare_values(ref, got, output_types(before))
+    cmp = compare_values(ref, got, output_types(before), tolerance_types=tolerance_types(before))
     assert cmp.ok, f"{label}: " + "; ".join(leaf.describe() for leaf in cmp.leaves if not leaf.ok)
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from hlorun.cli import cli
 from hlorun.evaluate import (EvaluationError, compare_values, evaluate, output_types, random_inputs,
-                             unsupported_ops)
+                             tolerance_types, unsupported_ops)
 from hlorun.ir.shape import Layout
 from hlorun.parser import parse_module
 from hlorun.passes import REGISTRY
@@ -45,7 +45,7 @@ def _check_numbers(module, passes, target, label):
     if [p.shape.to_string(False) for p in module.entry.parameters] != signature:
         pytest.skip(f"{label}: the pass changed the entry parameters")
     after = evaluate(module, args, max_bytes=MAX_BYTES, max_while_iterations=1000)
-    cmp = compare_values(before, after, types)
+    cmp = compare_values(before, after, types, tolerance_types=tolerance_types(module))
     assert cmp.ok, f"{label}: " + "; ".join(leaf.describe() for leaf in cmp.leaves if not leaf.ok)
     return changed
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs
+from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs, tolerance_types
 from hlorun.evaluate.session import leaves
 from hlorun.fileio import read_text
 from hlorun.parser import parse_module, split_input_file
@@ -40,7 +40,8 @@ def _check(text: str, filename: str, seed: int) -> None:
     args = random_inputs(module, seed)
     ours = [v for _, v in leaves(evaluate(module, args))]
     theirs = xla_oracle.run_on_xla_cpu(text, args)
-    cmp = compare_values(tuple(theirs), tuple(ours), output_types(module))
+    cmp = compare_values(tuple(theirs), tuple(ours), output_types(module),
+                         tolerance_types=tolerance_types(module))
     assert cmp.ok, "\n".join(leaf.describe() for leaf in cmp.leaves if not leaf.ok)
 
 
