@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
     "dce": "hlorun.passes.dce:HloDCE",
+    "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
     "gemm-fusion": "hlorun.passes.gemm_fusion:GemmFusionAlias",
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",

@@ -154,6 +154,9 @@ class Plan:
     pattern: str | None = None
     #: printer form FileCheck reads ("long" = XLA's print_operand_shape)
     print_form: str = "full"
+    #: checks run on the result whether or not the pass changed anything
+    #: (assertions on the module itself, e.g. a GmockMatch of the root)
+    final_checks: list[Callable[[Module], str | None]] = field(default_factory=list)
 
 
 #: A handler gets (plan, suite, statement) and returns True if it took it.
@@ -230,7 +233,7 @@ def _generic(plan: Plan, suite: XlaSuite, st: str) -> bool:
         var, expr = _bare(args[0]), args[1]
         if "ParseAndReturnVerifiedModule" in expr or "ParseAndReturnUnverifiedModule" in expr:
             return True
-        if re.search(r"RunFileCheck\s*\(\s*module->ToString", expr):
+        if re.search(r"RunFileCheck\s*\(\s*(?:module|m)->ToString", expr):
             plan.filecheck_vars.add(var)
             return True
         rm = re.search(r"RunHloPass\s*\((.*)\)\s*$", expr)
@@ -256,7 +259,7 @@ def _generic(plan: Plan, suite: XlaSuite, st: str) -> bool:
             return True
         return False
     if fn in ("CHECK_OK", "TF_ASSERT_OK", "TF_EXPECT_OK", "ASSERT_OK", "EXPECT_OK") and len(args) == 1:
-        if re.fullmatch(r"module->Verify\(\)|verifier\(\)\.Run\(module(?:\.get\(\))?\)\.status\(\)",
+        if re.fullmatch(r"(?:module|m)->Verify\(\)|verifier\(\)\.Run\(module(?:\.get\(\))?\)\.status\(\)",
                         args[0].strip()):
             plan.verify = True
             return True
@@ -332,7 +335,7 @@ def run_case(case: XlaCase, suite: XlaSuite) -> CaseResult:
         r = filecheck(text, pattern, plan.prefixes, check_name=case.test, input_name="<output>")
         if not r:
             return CaseResult(case.name, "failed", "FileCheck", r.message + "\n\n" + text)
-    for check in plan.after_checks if changed else ():
+    for check in (plan.after_checks if changed else []) + plan.final_checks:
         msg = check(module)
         if msg:
             return CaseResult(case.name, "failed", msg, text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir.module import Module
 from ..ir.shape import reshape_is_bitcast
+from .fusion_suites import FUSION_SUITES
 from .gemm_suites import GEMM_SUITES
 from .xla_cases import XlaSuite
 
@@ -26,6 +27,7 @@ def all_reshapes_are_bitcasts(module: Module) -> str | None:
 
 SUITES: dict[str, XlaSuite] = {
     **GEMM_SUITES,  # xla/backends/gpu/transforms/gemm_*_test.cc (see gemm_suites)
+    **FUSION_SUITES,  # dot strength reduction (see fusion_suites)
     "xla/hlo/transforms/expanders/reshape_decomposer_test.cc": XlaSuite(
         pass_name="reshape-decomposer",
         check_calls=("CheckReshapeDecomposer",),

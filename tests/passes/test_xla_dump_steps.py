@@ -19,6 +19,7 @@ from ..conftest import SHARED
 #: dump file step name -> our pass
 PASSES = {
     "after_dot_decomposer": "dot_decomposer",
+    "after_dot-strength-reduction": "dot-strength-reduction",
     "after_layout-assignment": "layout-assignment",
     "after_reshape-decomposer": "reshape-decomposer",
     "after_layout_normalization": "layout_normalization",

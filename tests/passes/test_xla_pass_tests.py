@@ -17,6 +17,7 @@ CORPUS = SHARED / "corpus" / "xla"
 
 #: test file -> minimum passed/total
 TARGETS = {
+    "xla/backends/gpu/transforms/dot_strength_reduction_test.cc": 1.0,
     "xla/backends/gpu/transforms/gemm_broadcast_folding_rewriter_test.cc": 1.0,
     "xla/backends/gpu/transforms/gemm_rewriter_fp8_test.cc": 0.5,
     "xla/backends/gpu/transforms/gemm_rewriter_test.cc": 0.6,
