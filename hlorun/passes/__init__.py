@@ -14,11 +14,16 @@ from importlib import import_module
 from .base import OpcodeRewriter, Pass, Remark, Target
 
 REGISTRY: dict[str, str] = {
+    "algsimp": "hlorun.passes.algsimp:AlgebraicSimplifier",
     "autotuner": "hlorun.passes.autotuner:Autotuner",
+    "call-inliner": "hlorun.passes.call_inliner:CallInliner",
+    "conv-rewriter": "hlorun.passes.conv_rewriter:ConvRewriter",
     "cse": "hlorun.passes.cse:HloCSE",
     "cublas-gemm-broadcast-folding-rewriter":
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
+    "cudnn-fused-convolution-rewriter":
+        "hlorun.passes.cudnn_fused_conv_rewriter:CudnnFusedConvRewriter",
     "dce": "hlorun.passes.dce:HloDCE",
     "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",

@@ -1,0 +1,62 @@
+"""algsimp: a subset of XLA's AlgebraicSimplifier
+(xla/hlo/transforms/simplifiers/algebraic_simplifier.cc).
+
+The rewrites implemented (each exactly as XLA's handler does it, same
+conditions and order within the handler; everything else XLA's simplifier
+does is not implemented and left unchanged):
+
+* dot (layout-insensitive mode only): a zero-element dot becomes
+  ``broadcast(0)``; a dot without contracting dimensions becomes a multiply
+  of broadcasts (``enable_dot_to_multiply_rewrite``); a dot where one
+  operand has only batch and contracting dimensions becomes multiply +
+  reduce in f32/f64 (``enable_dot_strength_reduction``, XLA's default; the
+  GPU pipeline turns it off and runs dot-strength-reduction instead);
+  otherwise unit dimensions are removed from the operands
+  (``RemoveDegenerateDimensionFromDot``: reshapes around a smaller dot), the
+  step that turns a batch-1 linear layer into a vector-matrix dot;
+* reshape: zero-element reshape -> constant, no-op reshape removed,
+  reshape(reshape(x)) -> reshape(x), reshape(broadcast(x)) -> broadcast(x)
+  when the reshape leaves x's dimensions alone; in layout-sensitive mode a
+  reshape that is a bitcast becomes a bitcast;
+* broadcast: a broadcast that does not add elements becomes a reshape or a
+  transpose; broadcast(reshape(x)) that only inserts unit dimensions ->
+  broadcast(x); scalar broadcasts read by a reshape/transpose become a
+  broadcast to the user's shape; broadcast(broadcast(x)) -> one broadcast;
+  layout-insensitive: unit dimensions of the operand are dropped
+  (``enable_broadcast_degenerate_dimension``);
+* transpose: identity transposes removed, transpose(transpose(x)) merged,
+  transpose(broadcast(x)) -> broadcast(x) when x's dimensions keep their
+  order; layout-sensitive: a transpose that is a bitcast becomes a bitcast;
+* convert / copy: no-op converts and copies removed.
+
+Postcondition: none of the patterns above remains (run to a fixed point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.module import Module
+from ..base import Pass
+from .visitor import AlgsimpVisitor
+
+
+@dataclass(frozen=True)
+class AlgebraicSimplifier(Pass):
+    """Algebraic simplifications (a documented subset of XLA's algsimp)."""
+
+    name = "algsimp"
+    is_layout_sensitive: bool = False
+    enable_dot_strength_reduction: bool = True
+    enable_dot_to_multiply_rewrite: bool = True
+    enable_broadcast_degenerate_dimension: bool = True
+    run_to_fixed_point: bool = True
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        for _ in range(100 if self.run_to_fixed_point else 1):
+            visitor = AlgsimpVisitor(self)
+            if not visitor.run_on_module(module):
+                break
+            changed = True
+        return changed

@@ -1,0 +1,208 @@
+"""The algsimp visitor: shape-only rewrites (reshape, broadcast, transpose,
+convert, copy); dots are in :mod:`.dot`.  See the package docstring for the
+list of rewrites."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...ir.attrs import format_int_list
+from ...ir.build import permute_dimensions
+from ...ir.literal import Literal
+from ...ir.module import Instruction
+from ...ir.shape import (Shape, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
+from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
+from . import dot as dot_rules
+
+if TYPE_CHECKING:
+    from . import AlgebraicSimplifier
+
+
+def same_shape(a: Shape, b: Shape, layout_sensitive: bool) -> bool:
+    """``SameShape``: equal, or compatible when layout-insensitive."""
+    if layout_sensitive:
+        return a == b
+    return a.element_type == b.element_type and a.dimensions == b.dimensions \
+        and a.dynamic == b.dynamic
+
+
+def merely_inserts_or_deletes_unit_dims(src: Shape, dst: Shape) -> tuple[list[int], list[int]] | None:
+    """``ShapeUtil::InsertedOrDeleted1SizedDimensions``: (deleted dims of
+    ``src``, inserted dims of ``dst``) when the reshape ``src -> dst`` only
+    adds or removes unit dimensions, else None."""
+    i = j = 0
+    deleted, inserted = [], []
+    a, b = src.dimensions, dst.dimensions
+    while i < len(a) or j < len(b):
+        if i < len(a) and j < len(b) and a[i] == b[j]:
+            i += 1
+            j += 1
+        elif i < len(a) and a[i] == 1:
+            deleted.append(i)
+            i += 1
+        elif j < len(b) and b[j] == 1:
+            inserted.append(j)
+            j += 1
+        else:
+            return None
+    return deleted, inserted
+
+
+def reshape_leaves_dimensions_unmodified(reshape: Instruction, dims: tuple[int, ...]
+                                         ) -> list[int] | None:
+    """``ReshapeLeavesDimensionsUnmodified``: the output position of each
+    input dimension in ``dims`` if the reshape keeps it (same size, same
+    product of the dimensions before it), else None."""
+    src, dst = reshape.operands[0].shape.dimensions, reshape.shape.dimensions
+    out: list[int] = []
+    for d in dims:
+        before = math.prod(src[:d])
+        prod, found = 1, None
+        for k in range(len(dst)):
+            if prod == before and dst[k] == src[d]:
+                found = k
+                break
+            prod *= dst[k]
+        if found is None:
+            return None
+        out.append(found)
+    return out
+
+
+class AlgsimpVisitor(DfsRewriteVisitor):
+    def __init__(self, owner: "AlgebraicSimplifier"):
+        super().__init__()
+        self.owner = owner
+        self.layout_sensitive = owner.is_layout_sensitive
+        self.scalar_add: dict[str, object] = {}
+
+    # -- helpers --------------------------------------------------------------------
+    def replace_with_new(self, old: Instruction, new: Instruction) -> None:
+        """``ReplaceWithNewInstruction``."""
+        if new.parent is None:
+            add_instruction(old.parent, new)
+        self.replace_instruction(old, new)
+
+    def replace_with_operand(self, old: Instruction, new: Instruction) -> None:
+        """``ReplaceInstruction(old, existing)`` (only if shapes fit)."""
+        self.replace_instruction(old, new)
+
+    def new(self, opcode: str, shape: Shape, operands: list[Instruction], **attrs) -> Instruction:
+        return Instruction(opcode, shape, operands, "", dict(attrs))
+
+    # -- convert / copy ---------------------------------------------------------------
+    def handle_convert(self, convert: Instruction) -> None:
+        op = convert.operands[0]
+        if op.shape.element_type == convert.shape.element_type:
+            self.replace_with_operand(convert, op)
+
+    def handle_copy(self, copy: Instruction) -> None:
+        op = copy.operands[0]
+        if same_shape(copy.shape, op.shape, True):
+            self.replace_with_operand(copy, op)
+
+    # -- reshape -----------------------------------------------------------------------
+    def handle_reshape(self, reshape: Instruction) -> None:
+        op = reshape.operands[0]
+        shape = reshape.shape
+        if shape.is_array and 0 in shape.dimensions:
+            c = self.new("constant", shape.with_default_layout_if_missing(), [])
+            c.literal = Literal.from_array(np.zeros(shape.dimensions), c.shape)
+            self.replace_with_new(reshape, c)
+            return
+        if same_shape(shape, op.shape, self.layout_sensitive):
+            self.replace_with_operand(reshape, op)
+            return
+        if op.opcode == "reshape":
+            self.replace_with_new(reshape, self.new("reshape", shape, [op.operands[0]]))
+            return
+        if op.opcode == "broadcast":
+            dims = reshape_leaves_dimensions_unmodified(reshape, op.dimensions)
+            if dims is not None:
+                self.replace_with_new(reshape, self.new(
+                    "broadcast", shape, [op.operands[0]], dimensions=format_int_list(dims)))
+                return
+        if self.layout_sensitive and shape.layout is not None and op.shape.layout is not None \
+                and reshape_is_bitcast(op.shape, shape):
+            self.replace_with_new(reshape, self.new("bitcast", shape, [op]))
+
+    # -- broadcast ---------------------------------------------------------------------
+    def handle_broadcast(self, bcast: Instruction) -> None:
+        op = bcast.operands[0]
+        dims = list(bcast.dimensions)
+        n_out, n_in = math.prod(bcast.shape.dimensions), math.prod(op.shape.dimensions)
+        if dims == sorted(dims) and n_out == n_in:
+            self.replace_with_new(bcast, self.new("reshape", bcast.shape, [op]))
+            return
+        if bcast.shape.rank == op.shape.rank and n_out == n_in:
+            self.replace_with_new(bcast, self.new(
+                "transpose", bcast.shape, [op],
+                dimensions=format_int_list(inverse_permutation(dims))))
+            return
+        if op.opcode == "reshape":
+            degenerate = merely_inserts_or_deletes_unit_dims(op.operands[0].shape, op.shape)
+            if degenerate is not None and not degenerate[0]:
+                for idx in sorted(degenerate[1], reverse=True):
+                    del dims[idx]
+                self.replace_with_new(bcast, self.new(
+                    "broadcast", bcast.shape, [op.operands[0]], dimensions=format_int_list(dims)))
+                return
+        if op.shape.rank == 0:
+            for user in bcast.users:
+                if not user._users and not user.is_root():
+                    continue
+                if user.opcode in ("reshape", "transpose") and user.operands[0] is bcast:
+                    nb = add_instruction(bcast.parent, self.new(
+                        "broadcast", user.shape, [op], dimensions="{}"))
+                    user.replace_all_uses_with(nb)
+                    self.mark_changed()
+                    return
+            return
+        if op.opcode == "broadcast":
+            new_dims = [dims[d] for d in op.dimensions]
+            self.replace_with_new(bcast, self.new(
+                "broadcast", bcast.shape, [op.operands[0]], dimensions=format_int_list(new_dims)))
+            return
+        if self.layout_sensitive:
+            return
+        if self.owner.enable_broadcast_degenerate_dimension and 1 in op.shape.dimensions:
+            kept = [i for i, d in enumerate(op.shape.dimensions) if d != 1]
+            squeezed = Shape.array(op.shape.element_type, [op.shape.dimensions[i] for i in kept])
+            r = add_instruction(bcast.parent, self.new("reshape", squeezed, [op]))
+            self.replace_with_new(bcast, self.new(
+                "broadcast", bcast.shape, [r], dimensions=format_int_list([dims[i] for i in kept])))
+
+    # -- transpose ---------------------------------------------------------------------
+    def handle_transpose(self, t: Instruction) -> None:
+        op = t.operands[0]
+        perm = list(t.dimensions)
+        if perm == sorted(perm):
+            self.replace_with_operand(t, op)
+            return
+        if op.opcode == "transpose":
+            inner = list(op.dimensions)
+            merged = [inner[p] for p in perm]
+            self.replace_with_new(t, self.new("transpose", t.shape, [op.operands[0]],
+                                              dimensions=format_int_list(merged)))
+            return
+        if op.opcode == "broadcast" and list(op.dimensions) == sorted(op.dimensions):
+            inv = inverse_permutation(perm)
+            new_dims = [inv[d] for d in op.dimensions]
+            if new_dims == sorted(new_dims):
+                self.replace_with_new(t, self.new("broadcast", t.shape, [op.operands[0]],
+                                                  dimensions=format_int_list(new_dims)))
+                return
+        if self.layout_sensitive and t.shape.layout is not None and op.shape.layout is not None \
+                and transpose_is_bitcast(op.shape, t.shape, perm):
+            self.replace_with_new(t, self.new("bitcast", t.shape, [op]))
+
+    # -- dot ---------------------------------------------------------------------------
+    def handle_dot(self, dot: Instruction) -> None:
+        dot_rules.handle_dot(self, dot)
+
+
+__all__ = ["AlgsimpVisitor", "merely_inserts_or_deletes_unit_dims", "permute_dimensions",
+           "reshape_leaves_dimensions_unmodified", "same_shape"]
