@@ -158,7 +158,8 @@ def make_reduce(operand: Instruction, init: Instruction, dimensions: Sequence[in
 
 
 def make_scalar_computation(module: Module, opcode: str, element_type: str,
-                            name: str) -> Computation:
+                            name: str, param_names: tuple[str, str] = ("scalar_lhs", "scalar_rhs")
+                            ) -> Computation:
     """``HloComputation::Builder`` for ``f(lhs, rhs) = lhs <opcode> rhs`` on
     scalars, added as an embedded computation (XLA's
     ``CreateScalarAddComputation`` names: scalar_lhs, scalar_rhs)."""
@@ -167,10 +168,10 @@ def make_scalar_computation(module: Module, opcode: str, element_type: str,
     scalar = Shape.array(element_type, ())
     lhs = Instruction("parameter", scalar)
     lhs.parameter_number = 0
-    comp.add_instruction(lhs, "scalar_lhs")
+    comp.add_instruction(lhs, param_names[0])
     rhs = Instruction("parameter", scalar)
     rhs.parameter_number = 1
-    comp.add_instruction(rhs, "scalar_rhs")
+    comp.add_instruction(rhs, param_names[1])
     root = Instruction(opcode, scalar, [lhs, rhs])
     comp.add_instruction(root, opcode)
     comp.root = root

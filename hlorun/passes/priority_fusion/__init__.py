@@ -1,0 +1,286 @@
+"""priority-fusion: XLA:GPU's PriorityFusion (xla/backends/gpu/transforms/
+priority_fusion.cc), with a simplified cost model (:mod:`.model`).
+
+Producers (instructions with users, in post order; not parameters, tuples,
+get-tuple-elements or unfusible ops) are ranked by the time fusing them
+into *all* their users saves: ``unfused - fused`` where unfused = the
+producer's and its users' kernels plus one launch each, fused = one kernel
+per user with the producer computed inside it.  The best producer is fused
+into every user (each user becomes, or grows, a fusion: the producer is
+duplicated into each), the priorities of the new fusion and its operands
+are recomputed, and so on until no producer has a positive benefit.
+Bitcasts go first (infinite priority); small constants (at most one
+element) are fused into their users at the end; a producer whose fusion
+would not be beneficial stays a kernel of its own.
+
+A producer is only a candidate if it can be fused into every non-bitcast
+user (``CanFuseWithAllNonBitcastUsers``), where ``CanFuse`` refuses: the
+computation's root; producers / users that are not fusible (custom calls,
+dots, GEMM fusions: "the producer is not fusible" / "the consumer is not
+fusible"); a single bitcast as the user; producer and user both containing
+a reduction of at least 16 elements; fusing into the output of a
+reduction fusion when the result would be a loop fusion; more than 96
+parameters or operands.  A producer with only bitcast users is not fused
+("not fusing because there are only bitcast users").
+
+Fusion kinds follow the emitter the fused computation gets: a real
+reduction hero (reduction emitter: row reductions of at least 32 or a
+divisor of 32 elements, column reductions of enough rows) gives
+``kInput``, a tiled transpose ``kInput``, anything else ``kLoop``; names
+are XLA's (``fusion``, ``fused_computation``, ``param_N``); rename_fusions
+renames them later.  Every decision is a remark: fused (with the estimated
+times), ineligible (with the CanFuse reason), or not beneficial (with the
+numbers).
+
+Not modelled (stated): Triton heroless / multi-output fusion (off by
+default in XLA), the tiled (SymbolicTileAnalysis) cost model, in-place
+dynamic-update-slice rules, scatter fusion constraints and the IR-size
+(code duplication) limit.
+
+Postcondition: no producer with a positive estimated benefit is left
+unfused.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+from ...ir.module import Computation, Instruction, Module
+from ..base import Pass
+from .analysis import (FusionView, fusible_computations, emitter_kind, fusion_kind_for, is_fusible, is_fusible_bitcast,
+                       reduction_dims)
+from .fuse import create_fusion, fuse_into, replace_with_fusion
+from .model import LAUNCH_US, Estimate, device_of, estimate
+
+MAX_PARAMETERS = 96
+INF = float("inf")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
+def _significant_reduce(x: Instruction) -> bool:
+    view = FusionView.of(x)
+    for m in view.members:
+        if m.opcode == "reduce" and m.shape.is_array:
+            if math.prod(m.operands[0].shape.dimensions) // max(1, math.prod(m.shape.dimensions)) >= 16:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class PriorityFusion(Pass):
+    """Producer-consumer fusion ranked by a GPU cost model."""
+
+    name = "priority-fusion"
+
+    def run(self, module: Module) -> bool:
+        object.__setattr__(self, "_device", device_of(self.target))
+        changed = False
+        for comp in fusible_computations(module):
+            changed |= _Queue(self, comp).run()
+        return changed
+
+
+class _Queue:
+    def __init__(self, owner: PriorityFusion, comp: Computation):
+        self.owner = owner
+        self.comp = comp
+        self.device = owner._device
+        self.cache: dict[Instruction, Estimate] = {}
+        self.heap: list[tuple[float, int, Instruction]] = []
+        self.prio: dict[Instruction, float] = {}
+        self.reported_ineligible: set[tuple[str, str]] = set()
+        self.last_estimate: dict[Instruction, tuple[float, float]] = {}
+
+    # -- costs --------------------------------------------------------------------------
+    def time(self, instr: Instruction) -> Estimate:
+        got = self.cache.get(instr)
+        if got is None:
+            got = self.cache[instr] = estimate([instr], instr, self.device)
+        return got
+
+    def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
+        return estimate([producer, consumer], consumer, self.device)
+
+    # -- decisions ----------------------------------------------------------------------
+    def can_fuse(self, producer: Instruction, consumer: Instruction) -> str | None:
+        if producer is self.comp.root:
+            return "not fusing into the output of the root instruction"
+        if not is_fusible(producer):
+            return "the producer is not fusible"
+        if not is_fusible(consumer):
+            return "the consumer is not fusible"
+        if is_fusible_bitcast(consumer):
+            return "not fusing into a single bitcast as consumer"
+        if _significant_reduce(producer) and _significant_reduce(consumer):
+            return "both the producer and the consumer contain a reduce"
+        if emitter_kind(FusionView.of(producer)) == "reduction" and \
+                emitter_kind(FusionView.of_pair(producer, consumer)) == "loop":
+            return "fusion into output of a reduce fusion would create a loop fusion"
+        ops = {o for o in consumer.operands if o is not producer} | set(producer.operands)
+        if len(ops) > MAX_PARAMETERS:
+            return f"the fusion would have {len(ops)} parameters (more than {MAX_PARAMETERS})"
+        return None
+
+    def priority(self, producer: Instruction) -> float:
+        if is_fusible_bitcast(producer):
+            return INF
+        if producer.opcode == "constant":
+            return -INF
+        users = producer.users
+        if not users:
+            return -INF
+        non_bitcast = [u for u in users if not is_fusible_bitcast(u)]
+        for u in non_bitcast:
+            why = self.can_fuse(producer, u)
+            if why is not None:
+                self.ineligible(producer, why, u)
+                return -INF
+        if not non_bitcast:
+            self.ineligible(producer, "not fusing because there are only bitcast users")
+            return -INF
+        p = self.time(producer)
+        unfused = LAUNCH_US * (len(non_bitcast) + 1) + p.time_us
+        fused = LAUNCH_US * len(non_bitcast)
+        for u in non_bitcast:
+            unfused += self.time(u).time_us
+            fused += self.fused_time(producer, u).time_us
+        self.last_estimate[producer] = (unfused, fused)
+        return unfused - fused
+
+    def ineligible(self, producer: Instruction, why: str, user: Instruction | None = None) -> None:
+        key = (producer.name, why)
+        if key in self.reported_ineligible:
+            return
+        self.reported_ineligible.add(key)
+        where = f" (user {user.name})" if user is not None else ""
+        self.owner.remark(producer, f"{producer.name} is not fused: {why}{where}", "missed",
+                          derived_from=[producer], rule="ineligible", reason=why,
+                          user=user.name if user is not None else None)
+
+    # -- queue --------------------------------------------------------------------------
+    def push(self, instr: Instruction) -> None:
+        pr = self.priority(instr)
+        self.prio[instr] = pr
+        if pr < 0:
+            if pr != -INF and instr in self.last_estimate:
+                unfused, fused = self.last_estimate[instr]
+                self._not_beneficial(instr, unfused, fused)
+            return
+        heapq.heappush(self.heap, (-pr, -instr.id, instr))
+
+    def _not_beneficial(self, producer: Instruction, unfused: float, fused: float) -> None:
+        users = [u for u in producer.users if not is_fusible_bitcast(u)]
+        p = self.time(producer)
+        extra = []
+        for u in users:
+            f = self.fused_time(producer, u)
+            if f.read_bytes > f.read_net_bytes * 2 and f.kind == "reduction":
+                extra.append(f"the {f.kind} kernel of {u.name} would read the producer's inputs "
+                             f"{f.read_bytes / max(1, f.read_net_bytes):.0f}x over with "
+                             f"{f.blocks} block(s)")
+        if len(users) > 1:
+            extra.append(f"the producer ({_mib(p.write_bytes)}) would be recomputed in each of "
+                         f"{len(users)} users")
+        names = ", ".join(u.name for u in users)
+        self.owner.remark(producer, (
+            f"fusion of {producer.name} into {names} rejected: estimated {fused:.3f} us fused vs "
+            f"{unfused:.3f} us unfused" + (f" ({'; '.join(extra)})" if extra else "")),
+            "missed", derived_from=[producer], rule="not-beneficial",
+            us_fused=round(fused, 4), us_unfused=round(unfused, 4), users=[u.name for u in users])
+
+    def run(self) -> bool:
+        comp = self.comp
+        for instr in comp.post_order():
+            if instr.opcode in ("parameter", "tuple", "get-tuple-element") or not instr.users:
+                continue
+            if not is_fusible(instr) and instr.opcode != "constant":
+                # unfusible producers are reported once through their users' checks
+                self.ineligible(instr, "the producer is not fusible")
+                continue
+            self.push(instr)
+        changed = False
+        while self.heap:
+            negp, _, producer = heapq.heappop(self.heap)
+            if producer.parent is not comp or self.prio.get(producer) != -negp:
+                continue
+            consumers = [u for u in producer.users if not is_fusible_bitcast(u)]
+            if is_fusible_bitcast(producer):
+                consumers = [u for u in consumers if self.can_fuse(producer, u) is None]
+            if not consumers:
+                continue
+            touched: set[Instruction] = set()
+            unfused, fused = self.last_estimate.get(producer, (INF, 0.0))
+            new_fusions = []
+            for consumer in consumers:
+                fusion = self.fuse(producer, consumer)
+                new_fusions.append(fusion)
+                touched.add(fusion)
+                touched.update(o for o in fusion.operands if o is not producer)
+                changed = True
+            benefit = "a bitcast: free" if negp == -INF else \
+                f"saves {unfused - fused:.3f} us ({unfused:.3f} -> {fused:.3f})"
+            self.owner.remark(producer, (f"{producer.name} fused into "
+                                         f"{', '.join(f.name for f in new_fusions)}: {benefit}"),
+                              derived_from=[producer], rule="fused",
+                              into=[f.name for f in new_fusions])
+            if not producer.users and producer.parent is comp and producer is not comp.root:
+                self._remove(producer)
+            for t in touched:
+                self.cache.pop(t, None)
+            for t in touched:
+                if t.parent is comp and t.opcode not in ("parameter", "tuple",
+                                                         "get-tuple-element") and t.users:
+                    if is_fusible(t) or t.opcode == "constant":
+                        self.push(t)
+        changed |= self.fuse_constants()
+        return changed
+
+    def _remove(self, instr: Instruction) -> None:
+        comp = self.comp
+        body = instr.fused_computation if instr.opcode == "fusion" else None
+        comp.remove_instruction(instr)
+        self.cache.pop(instr, None)
+        if body is not None and comp.module is not None and body in comp.module.computations:
+            comp.module.remove_computation(body)
+
+    def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
+        kind = fusion_kind_for(emitter_kind(FusionView.of_pair(producer, consumer)))
+        if consumer.opcode == "fusion":
+            fusion = consumer
+            fusion.attrs["kind"] = kind
+        else:
+            fusion = create_fusion(consumer, kind)
+            replace_with_fusion(consumer, fusion)
+            self.cache.pop(consumer, None)
+            self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
+                              "analysis", derived_from=[consumer], rule="new-fusion")
+        fuse_into(fusion, producer)
+        return fusion
+
+    def fuse_constants(self) -> bool:
+        changed = False
+        for c in list(self.comp.instructions):
+            if c.opcode != "constant" or c.parent is not self.comp or not c.shape.is_array \
+                    or math.prod(c.shape.dimensions) > 1:
+                continue
+            for user in list(c.users):
+                if not is_fusible(user):
+                    continue
+                if user.opcode == "fusion":
+                    fuse_into(user, c)
+                else:
+                    f = create_fusion(user, fusion_kind_for(emitter_kind(FusionView.of(user))))
+                    replace_with_fusion(user, f)
+                    fuse_into(f, c)
+                changed = True
+            if not c.users and c is not self.comp.root:
+                self.comp.remove_instruction(c)
+        return changed
+
+
+__all__ = ["PriorityFusion"]

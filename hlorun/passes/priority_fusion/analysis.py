@@ -1,0 +1,339 @@
+"""What kind of kernel a (would-be) fusion becomes: XLA:GPU's fusion
+analysis (hlo_fusion_analysis.cc, ir_emission_utils.cc, reduction_utils.cc,
+gpu_fusible.cc), restricted to what priority fusion and fusion naming need.
+
+* :func:`is_fusible` -- PriorityFusion's ``IsFusible``;
+* :func:`find_hero` -- ``FindNonTrivialHero``: up a chain of single-operand,
+  single-user elementwise ops / bitcasts to a reduce or a tiled transpose;
+* :func:`reduction_dims` -- ``GetReductionKindAndContiguousComponents``
+  (row or column, [major, middle, minor]);
+* :func:`is_real_reduction_hero` -- reductions the reduction emitter takes
+  (``IsReductionFromOrToContiguousDimensions`` with the small-reduction
+  rule ``IsUnnestedReductionFasterThanElemental``, race-free bounds);
+* :func:`emitter_kind` -- ``GetEmitterFusionKind``: "triton" / "custom",
+  "reduction", "transpose", "loop" for a set of fused instructions.
+
+A *virtual* fusion (producer + consumer, possibly fusions themselves) is
+described by its instruction list and its roots (:class:`FusionView`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...ir.module import Instruction
+from ...ir.opcode import ELEMENTWISE
+from ...ir.shape import Shape, reshape_is_bitcast, transpose_is_bitcast
+
+WARP_SIZE = 32
+MIN_THREADS_X_ROW_REDUCTION = 1024
+BATCHED_REDUCTION_RACE_FREE_BOUND = 8
+
+_FUSIBLE_NON_ELEMENTWISE = frozenset({
+    "copy", "iota", "constant", "reduce", "broadcast", "concatenate", "dynamic-slice",
+    "dynamic-update-slice", "gather", "pad", "reduce-window", "reshape", "reverse", "scatter",
+    "slice", "transpose"})
+_NEVER_FUSIBLE = frozenset({
+    "parameter", "tuple", "get-tuple-element", "custom-call", "dot", "convolution", "while",
+    "conditional", "call", "rng", "rng-get-and-update-state", "infeed", "outfeed", "send",
+    "recv", "send-done", "recv-done", "after-all", "all-reduce", "all-gather", "all-to-all",
+    "collective-permute", "reduce-scatter", "sort", "fft", "triangular-solve", "cholesky",
+    "domain", "opt-barrier", "add-dependency", "partition-id", "replica-id"})
+
+
+_CONTROL_FLOW = frozenset({"while", "conditional", "call", "async-start", "async-update",
+                           "async-done"})
+
+
+def fusible_computations(module) -> list:
+    """``GetFusibleComputations``: the entry and computations reached from it
+    through control flow (while, conditional, call, async), callees first;
+    not fusion bodies nor the scalar computations of reduce, sort, scatter..."""
+    from ...ir.module import Computation
+    keep: set = set()
+    stack = [module.entry] if module.entry is not None else []
+    while stack:
+        c = stack.pop()
+        if c in keep:
+            continue
+        keep.add(c)
+        for i in c._instructions:
+            if i.opcode in _CONTROL_FLOW:
+                stack.extend(x for x in i.called_computations() if isinstance(x, Computation))
+    return [c for c in module.computation_post_order() if c in keep]
+
+
+def fusion_backend_kind(instr: Instruction) -> str | None:
+    """``fusion_backend_config.kind`` of a fusion ("__triton_gemm", ...)."""
+    if instr.opcode != "fusion" or "backend_config" not in instr.attrs:
+        return None
+    cfg = instr.backend_config
+    if isinstance(cfg, dict):
+        return (cfg.get("fusion_backend_config") or {}).get("kind")
+    return None
+
+
+def is_generic_triton_fusion(instr: Instruction) -> bool:
+    return fusion_backend_kind(instr) == "__triton"
+
+
+def is_fusible(instr: Instruction) -> bool:
+    """PriorityFusion's ``IsFusible``."""
+    op = instr.opcode
+    if op in _NEVER_FUSIBLE:
+        return False
+    if op in ELEMENTWISE:
+        return True
+    if op == "bitcast":
+        return instr.shape.element_type == instr.operands[0].shape.element_type
+    if op == "fusion":
+        return is_generic_triton_fusion(instr) or instr.fusion_kind != "kCustom"
+    return op in _FUSIBLE_NON_ELEMENTWISE
+
+
+def is_fusible_bitcast(instr: Instruction) -> bool:
+    return instr.opcode == "bitcast" and \
+        instr.shape.element_type == instr.operands[0].shape.element_type
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReductionDims:
+    is_row: bool
+    dims: tuple[int, int, int]  # row: [batch, kept, reduced]; column: [major kept, reduced, minor kept]
+
+    def describe(self) -> str:
+        a, b, c = self.dims
+        return (f"row reduction (batch {a}, {b} rows of {c})" if self.is_row else
+                f"column reduction ({b} rows reduced into {c} columns" +
+                (f", batch {a})" if a > 1 else ")"))
+
+
+def _consecutive(shape: Shape, dims: list[int]) -> bool:
+    """``LayoutUtil::AreDimensionsConsecutive``."""
+    m2m = list(shape.minor_to_major)
+    pos = sorted(m2m.index(d) for d in dims)
+    return all(b == a + 1 for a, b in zip(pos, pos[1:]))
+
+
+def _partition(shape: Shape, middle: list[int]) -> list[int]:
+    values = [1, 1, 1]
+    seg = 2
+    for d in shape.minor_to_major:
+        if seg != 0:
+            inside = d in middle
+            if seg == 2 and inside:
+                seg = 1
+            elif seg == 1 and not inside:
+                seg = 0
+        values[seg] *= shape.dimensions[d]
+    return values
+
+
+def reduction_dims(reduce: Instruction) -> ReductionDims:
+    shape = reduce.operands[0].shape
+    reduced = list(reduce.dimensions)
+    keep = [d for d in range(shape.rank) if d not in reduced]
+    if not keep:
+        return ReductionDims(True, (1, 1, math.prod(shape.dimensions)))
+    if _consecutive(shape, keep):
+        p = _partition(shape, keep)
+        if p[1] == 1:
+            return ReductionDims(True, (1, 1, p[0] * p[2]))
+        if p[2] == 1:
+            return ReductionDims(False, (1, p[0], p[1]))
+        return ReductionDims(True, (p[0], p[1], p[2]))
+    p = _partition(shape, reduced)
+    if p[2] == 1:
+        return ReductionDims(True, (1, p[0], p[1]))
+    return ReductionDims(False, (p[0], p[1], p[2]))
+
+
+def unnested_faster_than_elemental(r: ReductionDims) -> tuple[bool, str]:
+    """``IsUnnestedReductionFasterThanElemental`` and why."""
+    if r.is_row:
+        ok = r.dims[2] >= WARP_SIZE or WARP_SIZE % r.dims[2] == 0
+        return ok, (f"row size {r.dims[2]} " + (">= warp size 32" if r.dims[2] >= WARP_SIZE
+                                                else "divides the warp size 32" if ok
+                                                else "is below the warp size 32"))
+    major, minor = r.dims[1], r.dims[2]
+    elemental = (major < WARP_SIZE or (major < 2 * WARP_SIZE and minor < WARP_SIZE)
+                 or (major < 4 * WARP_SIZE and minor < 8) or (major < 8 * WARP_SIZE and minor < 3))
+    return not elemental, (f"column reduction of {major} rows x {minor} columns is "
+                           + ("too small for the reduction emitter (the loop emitter is faster)"
+                              if elemental else "large enough for the reduction emitter"))
+
+
+def is_reduction_from_or_to_contiguous(reduce: Instruction) -> bool:
+    if reduce.opcode != "reduce" or reduce.shape.is_tuple:
+        return False
+    shape = reduce.operands[0].shape
+    reduced = list(reduce.dimensions)
+    keep = [d for d in range(shape.rank) if d not in reduced]
+    if not (_consecutive(shape, keep) or _consecutive(shape, reduced)):
+        return False
+    return unnested_faster_than_elemental(reduction_dims(reduce))[0]
+
+
+def _race_free(r: ReductionDims) -> bool:
+    if r.is_row:
+        return r.dims[2] <= MIN_THREADS_X_ROW_REDUCTION * 16 and \
+            r.dims[0] <= BATCHED_REDUCTION_RACE_FREE_BOUND
+    return r.dims[1] <= WARP_SIZE * 128
+
+
+def is_real_reduction_hero(root: Instruction, hero: Instruction) -> bool:
+    if not is_reduction_from_or_to_contiguous(hero):
+        return False
+    return root is hero or _race_free(reduction_dims(hero))
+
+
+# ---------------------------------------------------------------------------
+# Heroes and emitter kinds
+# ---------------------------------------------------------------------------
+
+
+def is_intermediate(instr: Instruction, allowed_operands: int = 1) -> bool:
+    """``IsIntermediate``: a single-user elementwise op (not copy) or a
+    bitcast-like reshape/transpose with at most ``allowed_operands``."""
+    n = len(instr.operands)
+    if n == 0 or n > allowed_operands or instr.user_count > 1:
+        return False
+    if instr.opcode in ELEMENTWISE:
+        return instr.opcode != "copy"
+    if instr.opcode == "bitcast":
+        return True
+    if instr.opcode == "reshape":
+        s, o = instr.shape, instr.operands[0].shape
+        return s.layout is not None and o.layout is not None and reshape_is_bitcast(o, s)
+    if instr.opcode == "transpose":
+        s, o = instr.shape, instr.operands[0].shape
+        return s.layout is not None and o.layout is not None and \
+            transpose_is_bitcast(o, s, instr.dimensions)
+    return False
+
+
+def tiled_transpose(instr: Instruction) -> bool:
+    """A transpose (or copy) swapping the most minor physical dimension of
+    a large enough array: the shared-memory transpose emitter
+    (``GetDescriptionForTiledTransposeEmitter``, simplified to the
+    minor-dimension and size conditions)."""
+    if instr.opcode not in ("transpose", "copy"):
+        return False
+    o, s = instr.operands[0].shape, instr.shape
+    if o.layout is None or s.layout is None or o.rank < 2:
+        return False
+    if instr.opcode == "transpose":
+        perm = list(instr.dimensions)
+        out_minor = s.minor_to_major[0]
+        if perm[out_minor] == o.minor_to_major[0]:
+            return False  # the minor dimension stays minor
+        if transpose_is_bitcast(o, s, perm):
+            return False
+    elif o.minor_to_major[0] == s.minor_to_major[0]:
+        return False
+    minor_in = o.dimensions[o.minor_to_major[0]]
+    minor_out = s.dimensions[s.minor_to_major[0]]
+    return minor_in >= 32 and minor_out >= 32 or (min(minor_in, minor_out) >= 8
+                                                  and math.prod(s.dimensions) >= 4096)
+
+
+def find_hero(root: Instruction, members: set[Instruction] | None = None,
+              resolve=None) -> Instruction:
+    """``FindNonTrivialHero`` inside a fusion body (``members``: the body's
+    instructions; None = the root's computation; ``resolve`` maps an operand
+    to the member that computes it in a would-be fusion)."""
+    res = resolve or (lambda x: x)
+
+    def inside(x: Instruction) -> bool:
+        return x.opcode != "parameter" and (members is None or x in members)
+    hero = root
+    while is_intermediate(hero) and inside(res(hero.operands[0])):
+        hero = res(hero.operands[0])
+    # transposes reachable through elementwise ops are heroes too
+    stack, seen = [hero], set()
+    while stack:
+        x = stack.pop()
+        if x in seen or not inside(x):
+            continue
+        seen.add(x)
+        if tiled_transpose(x):
+            return x
+        if x.opcode in ELEMENTWISE or x.opcode == "bitcast":
+            stack.extend(res(o) for o in x.operands)
+    if hero.opcode != "reduce":
+        return root
+    return hero
+
+
+@dataclass
+class FusionView:
+    """The instructions of a (real or would-be) fusion and its root;
+    ``links`` maps an operand (a fused producer, a body parameter) to the
+    member computing it."""
+
+    members: list[Instruction]
+    root: Instruction
+    backend_kind: str | None = None
+    links: dict | None = None
+
+    def resolve(self, x: Instruction) -> Instruction:
+        links = self.links or {}
+        while x in links:
+            x = links[x]
+        return x
+
+    @staticmethod
+    def of(instr: Instruction) -> "FusionView":
+        if instr.opcode == "fusion":
+            body = instr.fused_computation
+            return FusionView([i for i in body.post_order() if i.opcode != "parameter"],
+                              body.root, fusion_backend_kind(instr))
+        return FusionView([instr], instr)
+
+    @staticmethod
+    def of_pair(producer: Instruction, consumer: Instruction) -> "FusionView":
+        p, c = FusionView.of(producer), FusionView.of(consumer)
+        links: dict = {producer: p.root} if producer.opcode == "fusion" else {}
+        for unit in (producer, consumer):
+            if unit.opcode == "fusion":
+                for prm in unit.fused_computation.parameters:
+                    if prm is not None:
+                        links[prm] = unit.operands[prm.parameter_number]
+        return FusionView(p.members + c.members, c.root, c.backend_kind or p.backend_kind, links)
+
+    def hero(self) -> Instruction:
+        return find_hero(self.root, set(self.members), self.resolve)
+
+
+def emitter_kind(view: FusionView) -> str:
+    """``GetEmitterFusionKind`` (single-output fusions)."""
+    if view.backend_kind in ("__triton", "__triton_gemm", "__triton_nested_gemm_fusion"):
+        return "triton"
+    if view.backend_kind in ("__custom_fusion", "__cudnn$fusion"):
+        return "custom"
+    hero = view.hero()
+    if hero.opcode == "reduce" and is_real_reduction_hero(view.root, hero):
+        return "reduction"
+    if tiled_transpose(hero):
+        return "transpose"
+    if view.root.opcode == "scatter":
+        return "scatter"
+    return "loop"
+
+
+def fusion_kind_for(kind: str) -> str:
+    """``PriorityFusion::ChooseKind``."""
+    return {"loop": "kLoop", "triton": "kCustom", "custom": "kCustom", "reduction": "kInput",
+            "transpose": "kInput", "scatter": "kInput"}[kind]
+
+
+__all__ = ["FusionView", "ReductionDims", "emitter_kind", "find_hero", "fusion_backend_kind",
+           "fusion_kind_for", "is_fusible", "is_fusible_bitcast", "is_generic_triton_fusion",
+           "is_intermediate", "is_real_reduction_hero", "reduction_dims", "tiled_transpose",
+           "unnested_faster_than_elemental"]

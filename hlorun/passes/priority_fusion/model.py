@@ -1,0 +1,250 @@
+"""A simplified version of XLA:GPU's GpuPerformanceModel
+(xla/service/gpu/model/gpu_performance_model{,_base}.cc), the cost estimate
+priority fusion ranks producers by.
+
+A kernel's time is ``compute + memory - 0.95 * min(compute, memory)``
+(``CombineComputeAndMemoryAccessTime``) with
+
+* memory: per input, the first read of each byte from DRAM and re-reads
+  (a broadcast reading one element many times) from L1/L2 at 2.5x / 8x the
+  DRAM bandwidth when the input fits (``ReadTimeWithDRAMHeuristic``); an
+  input read through a transpose of its minor dimension is uncoalesced
+  (element size / 64-byte transactions of the bandwidth); bandwidth is
+  capped at ``blocks x clock x 32 transactions`` (``AdjustBandwidth``);
+  the output is written once at DRAM bandwidth;
+* compute: one flop per element evaluation of an arithmetic op (the
+  reduction's add per input element), at ``min(blocks, SMs) x min(threads,
+  128) x 2 x clock`` flop/ns;
+* launch dimensions of the emitter the fusion would get: loop kernels 128
+  threads per block and 4 elements per thread when the size allows; row
+  reductions up to 1024 threads along a row, several rows per block; column
+  reductions 32x32 threads over 32 (x2 when vectorized) output columns;
+* every kernel launch costs 1 us (``kKernelLaunchOverhead``).
+
+Elements are counted through the fusion: a value read by several users,
+or read many times through a broadcast or a reduction, is computed (and
+its inputs read) that many times -- this is how duplication in a fusion
+costs.  Not modelled (stated): per-opcode flop costs from XLA's HLO op
+profiles, the indexing-map coalescing analysis and the Triton/tiled cost
+model; device numbers are the data-sheet values of the target device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ...ir.module import Instruction
+from ...ir.opcode import ELEMENTWISE
+from ...ir.shape import byte_width
+from ..base import Target
+from .analysis import FusionView, emitter_kind, reduction_dims, tiled_transpose
+
+LAUNCH_US = 1.0
+MEMORY_COMPUTE_PARALLELISM = 0.95
+L2_SPEEDUP, L1_SPEEDUP = 2.5, 8.0
+TRANSACTION_BYTES = 64
+TRANSACTIONS_PER_CLOCK = 32
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    bandwidth: float      # bytes / s
+    clock_ghz: float
+    cores: int
+    l2_bytes: int
+    l1_bytes_per_core: int = 256 * 1024
+    fpus_per_core: int = 128
+
+
+#: Data-sheet values (the same numbers XLA's DeviceDescription reports).
+DEVICES = {
+    "H200": Device("H200", 4.814304e12, 1.98, 132, 62914560),
+    "H100": Device("H100", 3.35232e12, 1.755, 132, 52428800),
+    "A100": Device("A100", 2.039e12, 1.41, 108, 41943040, 192 * 1024),
+    "B200": Device("B200", 8.0e12, 1.965, 148, 132120576),
+    "MI300X": Device("MI300X", 5.3e12, 2.1, 304, 4194304, 32 * 1024, 128),
+}
+
+
+def device_of(target: Target) -> Device:
+    for key, dev in DEVICES.items():
+        if target.device.upper().startswith(key):
+            return dev
+    return DEVICES["H100"]
+
+
+def _elements(instr: Instruction) -> int:
+    s = instr.shape
+    if s.is_tuple:
+        return sum(math.prod(t.dimensions) for t in s.tuple_shapes if not t.is_tuple)
+    return math.prod(s.dimensions)
+
+
+def _bytes(instr: Instruction) -> int:
+    s = instr.shape
+    if s.is_tuple:
+        return sum(math.prod(t.dimensions) * byte_width(t.element_type)
+                   for t in s.tuple_shapes if not t.is_tuple)
+    return math.prod(s.dimensions) * byte_width(s.element_type)
+
+
+_FREE = frozenset({"bitcast", "reshape", "broadcast", "transpose", "copy", "slice", "pad",
+                   "concatenate", "constant", "iota", "parameter", "get-tuple-element",
+                   "dynamic-slice", "reverse", "tuple"})
+
+
+@dataclass
+class Estimate:
+    """One kernel's estimate (times in microseconds)."""
+
+    time_us: float
+    read_bytes: int
+    read_net_bytes: int
+    write_bytes: int
+    flops: int
+    blocks: int
+    threads: int
+    kind: str
+    uncoalesced: list[str] = field(default_factory=list)
+
+
+class Units:
+    """Resolve operands across fusion boundaries for a set of top-level
+    instructions (fusions are looked through)."""
+
+    def __init__(self, units: list[Instruction]):
+        self.units = units
+        self.unit_set = set(units)
+        self.members: list[Instruction] = []
+        self.param_of: dict[Instruction, Instruction] = {}  # body parameter -> fusion operand
+        for u in units:
+            if u.opcode == "fusion":
+                body = u.fused_computation
+                for p in body.parameters:
+                    if p is not None:
+                        self.param_of[p] = u.operands[p.parameter_number]
+                self.members += [i for i in body.post_order() if i.opcode != "parameter"]
+            else:
+                self.members.append(u)
+        self.member_set = set(self.members)
+
+    def root_of(self, unit: Instruction) -> Instruction:
+        return unit.fused_computation.root if unit.opcode == "fusion" else unit
+
+    def resolve(self, operand: Instruction) -> Instruction:
+        """A member (inside the view) or an external instruction."""
+        while operand.opcode == "parameter" and operand in self.param_of:
+            operand = self.param_of[operand]
+        if operand in self.unit_set:
+            return self.root_of(operand)
+        return operand
+
+
+def _links(u: "Units") -> dict:
+    links: dict = dict(u.param_of)
+    for unit in u.units:
+        if unit.opcode == "fusion":
+            links[unit] = unit.fused_computation.root
+    return links
+
+
+def _reads_per_eval(user: Instruction, operand_index: int) -> float:
+    """Elements of operand ``operand_index`` one evaluation of one element of
+    ``user`` reads."""
+    if user.opcode == "reduce" and operand_index < len(user.operands) // 2:
+        return _elements(user.operands[operand_index]) / max(1, _elements(user))
+    if user.opcode == "concatenate":
+        return _elements(user.operands[operand_index]) / max(1, _elements(user))
+    return 1.0
+
+
+def estimate(units: list[Instruction], root_unit: Instruction, device: Device) -> Estimate:
+    """The estimate of one kernel made of ``units`` (``root_unit``'s output)."""
+    u = Units(units)
+    root = u.root_of(root_unit)
+    view = FusionView(u.members, root, None, _links(u))
+    kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
+        emitter_kind(FusionView.of(root_unit))
+    evals: dict[Instruction, float] = {m: 0.0 for m in u.members}
+    evals[root] = float(_elements(root))
+    ext_reads: dict[Instruction, float] = {}
+    uncoalesced: list[str] = []
+    order = list(reversed(u.members))  # users before operands (post order reversed)
+    pos = {m: i for i, m in enumerate(u.members)}
+    order.sort(key=lambda m: -pos[m])
+    flops = 0.0
+    for m in order:
+        n = evals[m]
+        if n == 0 and m is not root:
+            n = evals[m] = float(_elements(m))
+        if m.opcode in ELEMENTWISE and m.opcode not in ("convert", "copy"):
+            flops += n
+        for i, op in enumerate(m.operands):
+            r = n * _reads_per_eval(m, i)
+            if m.opcode == "reduce" and i < len(m.operands) // 2:
+                flops += r
+            src = u.resolve(op)
+            if src in u.member_set:
+                evals[src] = evals.get(src, 0.0) + r
+            else:
+                ext_reads[src] = ext_reads.get(src, 0.0) + r
+                if m.opcode == "transpose" and tiled_transpose(m) and kind != "transpose":
+                    uncoalesced.append(src.name)
+    blocks, threads = launch_dims(kind, view, root)
+    cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
+    read_s = 0.0
+    total_read = net_read = 0
+    for src, reads in ext_reads.items():
+        if src.opcode == "constant" and _elements(src) <= 1:
+            continue
+        width = byte_width(src.shape.element_type) if not src.shape.is_tuple else 4
+        total = int(reads * width)
+        net = min(_bytes(src), total)
+        total_read += total
+        net_read += net
+        rate = width / TRANSACTION_BYTES if src.name in uncoalesced else 1.0
+        dram_bw = min(device.bandwidth * rate, cap)
+        rest_bw = device.bandwidth
+        if net < device.l2_bytes:
+            rest_bw *= L2_SPEEDUP
+            if net < device.l1_bytes_per_core * device.cores:
+                rest_bw *= L1_SPEEDUP
+        else:
+            rest_bw *= rate
+        rest_bw = min(rest_bw, cap)
+        read_s += net / dram_bw + (total - net) / rest_bw
+    write_bytes = _bytes(root)
+    write_s = write_bytes / device.bandwidth
+    fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2
+    compute_s = flops / fpus * 1e-9 if fpus else 0.0
+    mem = read_s + write_s
+    t = compute_s + mem - min(compute_s, mem) * MEMORY_COMPUTE_PARALLELISM
+    return Estimate(t * 1e6, total_read, net_read, write_bytes, int(flops), blocks, threads, kind,
+                    uncoalesced)
+
+
+def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, int]:
+    """(blocks, threads per block) of the emitter ``kind``."""
+    if kind == "reduction":
+        hero = view.hero()
+        r = reduction_dims(hero)
+        elem = byte_width(hero.operands[0].shape.element_type)
+        if r.is_row:
+            batch, kept, row = r.dims
+            vec = 2 if elem <= 2 and row % 2 == 0 else 1
+            tx = min(1024, max(32, -(-(row // vec) // 32) * 32))
+            rows_per_block = max(1, 1024 // tx) if row <= 512 else 1
+            return max(1, batch * -(-kept // rows_per_block)), tx * rows_per_block
+        batch, _, minor = r.dims
+        vec = 2 if elem <= 2 and minor % 2 == 0 else 1
+        return max(1, batch * -(-minor // (32 * vec))), 1024
+    n = max(1, _elements(root))
+    if kind == "transpose":
+        return max(1, -(-n // 1024)), 128
+    unroll = 4 if n % 4 == 0 and n >= 4 * 128 else 1
+    return max(1, -(-n // (128 * unroll))), min(128, n)
+
+
+__all__ = ["DEVICES", "Device", "Estimate", "LAUNCH_US", "device_of", "estimate", "launch_dims"]
