@@ -278,8 +278,7 @@ class _Queue:
                     replace_with_fusion(user, f)
                     fuse_into(f, c)
                 changed = True
-            if not c.users and c is not self.comp.root:
-                self.comp.remove_instruction(c)
+            # the original stays (dead) as in XLA; DCE removes it
         return changed
 
 
