@@ -222,12 +222,13 @@ class _Queue:
                 touched.add(fusion)
                 touched.update(o for o in fusion.operands if o is not producer)
                 changed = True
-            benefit = "a bitcast: free" if negp == -INF else \
-                f"saves {unfused - fused:.3f} us ({unfused:.3f} -> {fused:.3f})"
-            self.owner.remark(producer, (f"{producer.name} fused into "
-                                         f"{', '.join(f.name for f in new_fusions)}: {benefit}"),
-                              derived_from=[producer], rule="fused",
-                              into=[f.name for f in new_fusions])
+            benefit = "a bitcast (free)" if negp == -INF else \
+                f"saves {unfused - fused:.3f} us ({unfused:.3f} -> {fused:.3f} us estimated)"
+            for f in new_fusions:
+                self.owner.remark(f, f"{producer.name} fused into {f.name}: {benefit}",
+                                  derived_from=[producer], rule="fused", producer=producer.name,
+                                  kind=f.fusion_kind, us_saved=None if negp == -INF
+                                  else round(unfused - fused, 4))
             if not producer.users and producer.parent is comp and producer is not comp.root:
                 self._remove(producer)
             for t in touched:

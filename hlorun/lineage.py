@@ -1,0 +1,213 @@
+"""Lineage of instructions through a pipeline run (for ``--explain``).
+
+:class:`LineageTracker` is a pipeline :class:`~hlorun.pipeline.Listener`.
+At the start of the run every instruction is its own origin (its name and
+``metadata op_name`` in the input module).  Around each pass it takes a
+snapshot (instructions, their users and each computation's root) and
+afterwards carries origins and decision history forward:
+
+* an instruction that disappeared hands its origins and history to the
+  instruction its surviving users (or its computation's root) now read in
+  its place -- replacements, CSE, rewrites of any pass, without the pass
+  saying anything;
+* a pass remark targets its ``instruction`` (after the pass; or, if that
+  instruction is gone, the one it was before the pass) and links it to the
+  instructions named in ``derived_from`` (before the pass): fusion
+  ("X fused into F"), expansions, renames;
+* new instructions that still have no origin take those of the new
+  instructions they feed (the whole expansion of a rewritten dot derives
+  from the dot).
+
+The result: for every instruction alive at the end, the original
+instructions it came from and the remarks (pass decisions) made about any
+of them, in pipeline order.  Instructions are tracked by identity, so
+renames (rename_fusions) do not break the chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ir.module import Computation, Instruction, Module
+from .passes.base import Remark
+from .pipeline import Listener, PassEvent
+
+
+@dataclass(frozen=True)
+class Origin:
+    """An instruction of the input module."""
+
+    name: str
+    opcode: str
+    op_name: str | None
+    shape: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "opcode": self.opcode, "op_name": self.op_name,
+                "shape": self.shape}
+
+
+@dataclass
+class Decision:
+    """A remark with where it was made."""
+
+    index: int          # pass execution number
+    path: str           # pipeline/pass
+    remark: Remark
+    seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "path": self.path, **self.remark.to_json()}
+
+
+def _all_instructions(module: Module) -> list[Instruction]:
+    out: list[Instruction] = []
+    for c in module.computations:
+        out.extend(c._instructions)
+    return out
+
+
+@dataclass
+class _Snapshot:
+    alive: set[Instruction]
+    users: dict[Instruction, list[tuple[Instruction, int]]]
+    roots: dict[Computation, Instruction | None]
+    names: dict[str, Instruction]
+
+
+class LineageTracker(Listener):
+    """Carries origins and decisions through a pipeline run."""
+
+    def __init__(self) -> None:
+        self.origins: dict[Instruction, set[str]] = {}
+        self.history: dict[Instruction, list[int]] = {}
+        self.originals: dict[str, Origin] = {}
+        self.decisions: list[Decision] = []
+        self._snap: _Snapshot | None = None
+
+    # -- listener events -------------------------------------------------------------
+    def on_run_start(self, run: Any, module: Module) -> None:
+        for i in _all_instructions(module):
+            if i.opcode == "parameter" and i.parent is not module.entry:
+                continue
+            self.origins[i] = {i.name}
+            self.history[i] = []
+            self.originals[i.name] = Origin(i.name, i.opcode, i.op_name, str(i.shape))
+
+    def on_before_pass(self, ev: PassEvent, module: Module) -> None:
+        alive = set(_all_instructions(module))
+        users = {i: [(u, k) for u in i._users for k, o in enumerate(u.operands) if o is i]
+                 for i in alive}
+        roots = {c: c.root for c in module.computations}
+        names = {i.name: i for i in alive}
+        self._snap = _Snapshot(alive, users, roots, names)
+
+    def on_after_pass(self, ev: PassEvent, module: Module) -> None:
+        snap = self._snap
+        self._snap = None
+        if snap is None:
+            return
+        if not ev.changed and not ev.remarks:
+            return
+        now = _all_instructions(module)
+        alive = set(now)
+        by_name = {i.name: i for i in now}
+        # Remarks, in order.  A remark's target is the instruction it names
+        # after the pass, else the one of that name before the pass (the
+        # lineage then flows to its replacement below), else an instruction
+        # that lived only inside the pass (a "virtual" name, e.g. a fusion
+        # that was created and merged again).
+        virtual: dict[str, tuple[set[str], list[int]]] = {}
+
+        def lineage_of(name: str) -> tuple[set[str], list[int]]:
+            if name in virtual:
+                return virtual[name]
+            obj = snap.names.get(name) or by_name.get(name)
+            if obj is None:
+                return set(), []
+            return self.origins.get(obj, set()), self.history.get(obj, [])
+        for r in ev.remarks:
+            d = Decision(ev.index, ev.path, r, len(self.decisions))
+            self.decisions.append(d)
+            srcs = [lineage_of(n) for n in r.derived_from]
+            name = r.instruction
+            obj = by_name.get(name) if name else None
+            if obj is None and name:
+                obj = snap.names.get(name)
+            if obj is not None:
+                for o, h in srcs:
+                    self._merge_sets(obj, o, h)
+                self._attach(obj, d)
+            elif name:
+                o_acc, h_acc = virtual.setdefault(name, (set(), []))
+                for o, h in srcs:
+                    o_acc.update(o)
+                    h_acc.extend(x for x in h if x not in h_acc)
+                h_acc.append(d.seq)
+        # replacements: what the surviving users of a removed instruction read now
+        for r in [x for x in snap.alive if x not in alive]:
+            for user, k in snap.users.get(r, ()):
+                if user in alive and k < len(user.operands) and user.operands[k] is not r:
+                    self._merge(user.operands[k], r)
+            for comp, root in snap.roots.items():
+                if root is r and comp.root is not None and comp.root is not r:
+                    self._merge(comp.root, r)
+        # new instructions: take the origins of the new instructions they feed
+        new = [i for i in now if i not in snap.alive]
+        for i in new:
+            self.origins.setdefault(i, set())
+            self.history.setdefault(i, [])
+        self._propagate_into_new(new, set(new))
+
+    # -- helpers ---------------------------------------------------------------------
+    def _attach(self, instr: Instruction, d: Decision) -> None:
+        h = self.history.setdefault(instr, [])
+        if d.seq not in h:
+            h.append(d.seq)
+
+    def _merge_sets(self, into: Instruction, origins: set[str], history: list[int]) -> None:
+        self.origins.setdefault(into, set()).update(origins)
+        h = self.history.setdefault(into, [])
+        for x in history:
+            if x not in h:
+                h.append(x)
+
+    def _merge(self, into: Instruction, src: Instruction) -> None:
+        self.origins.setdefault(into, set()).update(self.origins.get(src, ()))
+        h = self.history.setdefault(into, [])
+        for s in self.history.get(src, ()):
+            if s not in h:
+                h.append(s)
+
+    def _propagate_into_new(self, new: list[Instruction], new_set: set[Instruction]) -> None:
+        # users before operands: walk each computation's post order backwards
+        by_comp: dict[Computation, list[Instruction]] = {}
+        for i in new:
+            if i.parent is not None:
+                by_comp.setdefault(i.parent, [])
+        for comp in by_comp:
+            for i in reversed(comp.post_order()):
+                if i not in new_set or i.opcode == "parameter":
+                    continue
+                for u in i._users:
+                    if u in new_set:
+                        self._merge(i, u)
+
+    # -- queries ---------------------------------------------------------------------
+    def origins_of(self, instr: Instruction) -> list[Origin]:
+        names = self.origins.get(instr, set())
+        if instr.opcode == "fusion" and instr.fused_computation is not None:
+            for i in instr.fused_computation._instructions:
+                names = names | self.origins.get(i, set())
+        return [self.originals[n] for n in sorted(names) if n in self.originals]
+
+    def decisions_of(self, instr: Instruction) -> list[Decision]:
+        seqs = set(self.history.get(instr, ()))
+        if instr.opcode == "fusion" and instr.fused_computation is not None:
+            for i in instr.fused_computation._instructions:
+                seqs.update(self.history.get(i, ()))
+        return [self.decisions[s] for s in sorted(seqs)]
+
+
+__all__ = ["Decision", "LineageTracker", "Origin"]
