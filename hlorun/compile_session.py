@@ -77,6 +77,11 @@ class CompileSession:
     bug_report_reduce: bool = False
     bug_report_timeout: float | None = 300.0
     extra_listeners: list[Listener] = field(default_factory=list)
+    #: --explain: None (off) or a kernel / instruction name or regex (".*": all)
+    explain: str | None = None
+    #: Filled when explain is on: the lineage tracker and the explanations.
+    lineage: Any = None
+    explanations: list[Any] = field(default_factory=list)
     #: Clock for all timings (bench/compile.py uses time.process_time).
     clock: Any = time.perf_counter
     #: Filled by run(): the result and the repro bundle (if written).
@@ -183,10 +188,17 @@ class CompileSession:
             from .repro import ReproListener
             repro = ReproListener(self.repro_dir, self)
             listeners.append(repro)
+        if self.explain is not None:
+            from .lineage import LineageTracker
+            self.lineage = LineageTracker()
+            listeners.append(self.lineage)
         options = self.run_options(listeners)
         result = self.result = run_pipeline(module, spec, options)
         if repro is not None:
             self.repro = repro.bundle
+        if self.lineage is not None:
+            from .explain import explain_kernels
+            self.explanations = explain_kernels(module, self.lineage, pattern=self.explain)
         module_text = None
         stop = result.exit_code != 0 and not self.keep_going
         if not stop and (self.output or text_mode):
@@ -230,6 +242,11 @@ class CompileSession:
             for e, r in res.remarks:
                 where = f" {r.instruction}:" if r.instruction else ""
                 report.info(f"#{e.index} {e.path} [{r.kind}]{where} {r.message}")
+        if self.explain is not None:
+            from .explain import render_text
+            report.info(f"kernels ({len(self.explanations)}"
+                        + (f" matching {self.explain}" if self.explain != ".*" else "") + "):")
+            report.info(render_text(self.explanations))
         for note in res.notes:
             report.warn(note)
         if res.failure:
@@ -313,4 +330,6 @@ class CompileSession:
             "output": self.output,
             "dump_dir": self.dump_to,
             "repro": self.repro,
+            **({"kernels": [e.to_json() for e in self.explanations]}
+               if self.explain is not None else {}),
         }

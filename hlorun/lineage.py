@@ -56,9 +56,14 @@ class Decision:
     path: str           # pipeline/pass
     remark: Remark
     seq: int = 0
+    #: original instructions the remark's subject derived from at that point
+    origins: frozenset[str] = frozenset()
+    #: original instructions of what the remark's derived_from named
+    source_origins: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "path": self.path, **self.remark.to_json()}
+        return {"index": self.index, "path": self.path, **self.remark.to_json(),
+                "origins": sorted(self.origins)}
 
 
 def _all_instructions(module: Module) -> list[Instruction]:
@@ -131,6 +136,7 @@ class LineageTracker(Listener):
             d = Decision(ev.index, ev.path, r, len(self.decisions))
             self.decisions.append(d)
             srcs = [lineage_of(n) for n in r.derived_from]
+            d.source_origins = frozenset(x for o, _ in srcs for x in o)
             name = r.instruction
             obj = by_name.get(name) if name else None
             if obj is None and name:
@@ -139,12 +145,16 @@ class LineageTracker(Listener):
                 for o, h in srcs:
                     self._merge_sets(obj, o, h)
                 self._attach(obj, d)
+                d.origins = frozenset(self.origins.get(obj, ()))
             elif name:
                 o_acc, h_acc = virtual.setdefault(name, (set(), []))
                 for o, h in srcs:
                     o_acc.update(o)
                     h_acc.extend(x for x in h if x not in h_acc)
                 h_acc.append(d.seq)
+                d.origins = frozenset(o_acc)
+            else:
+                d.origins = frozenset(x for o, _ in srcs for x in o)
         # replacements: what the surviving users of a removed instruction read now
         for r in [x for x in snap.alive if x not in alive]:
             for user, k in snap.users.get(r, ()):
@@ -181,14 +191,19 @@ class LineageTracker(Listener):
                 h.append(s)
 
     def _propagate_into_new(self, new: list[Instruction], new_set: set[Instruction]) -> None:
-        # users before operands: walk each computation's post order backwards
-        by_comp: dict[Computation, list[Instruction]] = {}
-        for i in new:
-            if i.parent is not None:
-                by_comp.setdefault(i.parent, [])
-        for comp in by_comp:
-            for i in reversed(comp.post_order()):
-                if i not in new_set or i.opcode == "parameter":
+        """New instructions that no remark or replacement accounted for: a
+        tuple element or bitcast of a new instruction is that instruction;
+        anything else belongs to the new instructions it feeds (the
+        expansion of a rewritten instruction derives from it)."""
+        comps = {i.parent for i in new if i.parent is not None}
+        for comp in comps:
+            order = comp.post_order()
+            for i in order:
+                if i in new_set and not self.origins.get(i) and i.opcode in (
+                        "get-tuple-element", "bitcast") and i.operands[0] in new_set:
+                    self._merge(i, i.operands[0])
+            for i in reversed(order):
+                if i not in new_set or i.opcode == "parameter" or self.origins.get(i):
                     continue
                 for u in i._users:
                     if u in new_set:

@@ -96,6 +96,22 @@ NUMERICS = {
     },
 }
 
+#: --explain: a final kernel with its lineage and the decisions that made it
+KERNEL = {
+    "type": "object",
+    "required": ["name", "category", "opcode", "shape", "hero", "origins", "decisions", "story"],
+    "properties": {
+        "name": {"type": "string"}, "category": {"type": "string"},
+        "opcode": {"type": "string"}, "shape": {"type": "string"}, "hero": _STR_OR_NULL,
+        "origins": {"type": "array", "items": {
+            "type": "object", "required": ["name", "opcode", "op_name", "shape"]}},
+        "decisions": {"type": "array", "items": {
+            "type": "object", "required": ["index", "path", "pass", "instruction", "kind",
+                                           "message", "data", "derived_from"]}},
+        "story": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "hlorun.compile/1",
@@ -145,6 +161,7 @@ SCHEMA: dict[str, Any] = {
         "dump_dir": _STR_OR_NULL,
         "repro": {"type": ["object", "null"]},
         "numerics": NUMERICS,
+        "kernels": {"type": "array", "items": KERNEL},
     },
 }
 

@@ -116,6 +116,12 @@ def _print_schema(ctx, param, value):
 @click.option("--reduce-timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               metavar="SECONDS", help="Time budget of --reduce.")
 @click.option("--table/--no-table", default=True, help="Show the pass table (text format).")
+@click.option("--explain", "explain", default=None, is_flag=False, flag_value=".*",
+              metavar="[INSTR|REGEX]",
+              help="For each final kernel (fusion or library call): the original instructions it "
+                   "came from and the pass decisions that shaped it, in words; optionally only "
+                   "kernels matching a kernel/instruction name or regex (also matched against "
+                   "metadata op_name).  JSON: a 'kernels' array.")
 @click.option("--remarks", "show_remarks", is_flag=True,
               help="List the passes' remarks (what each pass did or declined to do, per instruction).")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks of pass failures.")
@@ -125,7 +131,7 @@ def _print_schema(ctx, param, value):
 def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_form, verify_each,
                 check_changed, keep_going, disable_passes, enable_passes_only, xla_disable,
                 xla_enable, xla_disable_all, xla_flags, pass_limit, dump_to, dump_pass_re,
-                xla_dump_to, xla_dump_re, repro_dir, bug_report, bug_reduce, reduce_timeout, table,
+                xla_dump_to, xla_dump_re, repro_dir, bug_report, bug_reduce, reduce_timeout, table, explain,
                 show_remarks, traceback, platform, device, compute_capability, check_numerics, rtol,
                 atol, seed, numerics_inputs, max_bytes):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
@@ -157,6 +163,7 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         check_changed=check_changed, keep_going=keep_going, disable=disable, enable_only=enable,
         disable_all=disable_all, pass_limit=pass_limit, dump_to=dump_to, dump_pass_re=dump_pass_re,
         repro_dir=repro_dir, table=table, remarks=show_remarks, traceback=traceback,
+        explain=explain,
         target_overrides={"platform": platform, "device": device,
                           "compute_capability": compute_capability},
         argv=["compile"] + _argv(), bug_report=bug_report, bug_report_reduce=bug_reduce,

@@ -140,8 +140,11 @@ class CudnnFusedConvRewriter(Pass):
         bias = make_broadcast(zero, Shape.array(bias_t, [features]), [])
         new = self._clone(conv, list(conv.operands) + [bias])
         new.attrs["custom_call_target"] = quote(CONV_BIAS_ACTIVATION)
+        old = conv.name
         self._replace_call(conv, new)
         self._uniquify(new, "cudnn-conv-bias-activation")
+        self.remark(new, f"{old} upgraded to {CONV_BIAS_ACTIVATION} ({new.name}, zero bias)",
+                    "analysis", derived_from=[old], rule="bias-activation")
         return new
 
     @staticmethod
@@ -275,7 +278,7 @@ class CudnnFusedConvRewriter(Pass):
         new_gte = add_instruction(comp, Instruction("get-tuple-element", gte.shape, [new], "",
                                                     {"index": "0"}))
         self.remark(new, f"{instr.name}: {what} fused into {new.name} "
-                         f"({CONV_BIAS_ACTIVATION})", derived_from=[instr, addend],
+                         f"({CONV_BIAS_ACTIVATION})", derived_from=[instr, addend, old_name],
                     rule="bias" if "bias" in what else "side-input")
         self._replace(comp, instr, new_gte)
         return True

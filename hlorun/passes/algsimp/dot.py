@@ -192,7 +192,9 @@ def _remove_degenerate_dims(v, dot, lhs, rhs, lb, lc, rb, rc) -> None:
     v.owner.remark(dot, (f"unit dimensions removed from the operands ({lhs.shape.to_string(False)} x "
                          f"{rhs.shape.to_string(False)} -> {new_lhs.shape.to_string(False)} x "
                          f"{new_rhs.shape.to_string(False)}), giving dot {new_dot.name}"),
-                   derived_from=[dot], rule="remove-degenerate-dims", new_dot=new_dot.name)
+                   derived_from=[dot], rule="remove-degenerate-dims", new_dot=new_dot.name,
+                   before=f"{lhs.shape.to_string(False)} x {rhs.shape.to_string(False)}",
+                   after=f"{new_lhs.shape.to_string(False)} x {new_rhs.shape.to_string(False)}")
     if new_dot.shape.dimensions == dot.shape.dimensions:
         v.replace_instruction(dot, new_dot)
     else:

@@ -224,11 +224,20 @@ class _Queue:
                 changed = True
             benefit = "a bitcast (free)" if negp == -INF else \
                 f"saves {unfused - fused:.3f} us ({unfused:.3f} -> {fused:.3f} us estimated)"
+            hero = FusionView.of(producer).hero()
+            note = None
+            if hero.opcode == "reduce":
+                from .analysis import is_reduction_from_or_to_contiguous, unnested_faster_than_elemental
+                rd = reduction_dims(hero)
+                fast, why = unnested_faster_than_elemental(rd)
+                if not fast:
+                    note = f"{rd.describe()}: {why}"
             for f in new_fusions:
                 self.owner.remark(f, f"{producer.name} fused into {f.name}: {benefit}",
                                   derived_from=[producer], rule="fused", producer=producer.name,
-                                  kind=f.fusion_kind, us_saved=None if negp == -INF
-                                  else round(unfused - fused, 4))
+                                  producer_opcode=hero.opcode, fusion_kind=f.fusion_kind,
+                                  us_saved=None if negp == -INF else round(unfused - fused, 4),
+                                  note=note)
             if not producer.users and producer.parent is comp and producer is not comp.root:
                 self._remove(producer)
             for t in touched:
