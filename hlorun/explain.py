@@ -284,7 +284,7 @@ def op_matches(tracker: LineageTracker, op: str) -> list[str]:
 def is_primary(e: KernelExplanation, op: str) -> bool:
     """Does a kernel-shaping decision about ``op`` apply to this kernel (as
     opposed to ``op``'s result merely flowing through it, e.g. a bitcast)?"""
-    return any(d.remark.pass_name in _SHAPING + ("priority-fusion",) and op in d.origins
+    return any(d.remark.pass_name in _SHAPING and op in d.origins
                and d.remark.kind == "applied" for d in e.decisions)
 
 

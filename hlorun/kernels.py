@@ -9,7 +9,9 @@ lists them with a *category* that compares across compilers:
 * ``gemm-fusion`` -- a Triton GEMM fusion (``__triton_gemm`` /
   ``__triton_nested_gemm_fusion`` backend config);
 * ``loop-fusion`` / ``input-fusion`` (reduction or transpose emitter) /
-  ``custom-fusion`` (other kCustom fusions);
+  ``custom-fusion`` (other kCustom fusions); XLA's late fusion dispatch
+  turns some loop/reduction fusions into generic Triton fusions (kCustom,
+  backend kind ``__triton``): those count by the emitter kind of their body;
 * ``op:<opcode>`` -- an instruction that needs a kernel but is not wrapped
   in a fusion (before fusion-wrapper runs).
 
@@ -59,6 +61,14 @@ def category(instr: Instruction) -> str | None:
         if kind == "kCustom":
             if backend in _GEMM_KINDS and _has_dot(instr):
                 return "gemm-fusion"
+            if backend == "__triton":
+                # XLA's late fusion dispatch re-emits some loop / reduction
+                # fusions as generic Triton fusions: count them by emitter kind
+                from .passes.priority_fusion.analysis import FusionView, emitter_kind
+                view = FusionView.of(instr)
+                view.backend_kind = None
+                return {"reduction": "input-fusion", "transpose": "input-fusion",
+                        "scatter": "input-fusion"}.get(emitter_kind(view), "loop-fusion")
             return "custom-fusion"
         return {"kLoop": "loop-fusion", "kInput": "input-fusion",
                 "kOutput": "output-fusion"}.get(kind or "", "fusion")

@@ -97,8 +97,12 @@ def select(spec: PipelineSpec, disable=(), enable_only=(), disable_all: bool = F
     if disable:
         sel.mode = "disable"
         for pat in disable:
+            optional = pat.startswith("?")  # "?name": only if the pipeline has it
+            pat = pat.lstrip("?")
             hits = _match(pat, entries)
             if not hits:
+                if optional:
+                    continue
                 raise _unknown(pat, entries, "--disable-passes")
             sel.matched[pat] = ["/".join(p) for p, _ in hits]
             for _, s in hits:
@@ -135,11 +139,18 @@ def _mark_enable_only(steps, enabled: set[int], disabled: set[int], inherited: b
     return any_runs
 
 
+#: The passes XLA:GPU runs only when Triton GEMMs are enabled
+#: (gpu_compiler.cc: IsTritonGemmEnabled).
+TRITON_GEMM_PASSES = ("gemv-rewriter", "splitk-rewriter", "triton-gemm-rewriter", "gemm-fusion")
+
+
 def parse_xla_flags(text: str) -> dict[str, object]:
     """The pass-selection and dump flags of an ``XLA_FLAGS`` string:
     ``--xla_disable_hlo_passes``, ``--xla_enable_hlo_passes_only``,
     ``--xla_disable_all_hlo_passes``, ``--xla_dump_to``,
-    ``--xla_dump_hlo_pass_re``.  Other flags are returned under "ignored"."""
+    ``--xla_dump_hlo_pass_re``; ``--xla_gpu_enable_triton_gemm=false``
+    disables :data:`TRITON_GEMM_PASSES` where the pipeline has them.
+    Other flags are returned under "ignored"."""
     import shlex
     out: dict[str, object] = {"disable": [], "enable_only": [], "disable_all": False,
                               "dump_to": None, "dump_pass_re": None, "ignored": []}
@@ -156,6 +167,9 @@ def parse_xla_flags(text: str) -> dict[str, object]:
             out["dump_to"] = value
         elif key == "xla_dump_hlo_pass_re":
             out["dump_pass_re"] = value
+        elif key == "xla_gpu_enable_triton_gemm" and value.lower() in ("false", "0"):
+            # IsTritonGemmEnabled: XLA adds these passes only with Triton GEMMs on
+            out["disable"] += ["?" + n for n in TRITON_GEMM_PASSES]  # type: ignore[operator]
         else:
             out["ignored"].append(tok)  # type: ignore[union-attr]
     return out

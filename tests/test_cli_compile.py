@@ -80,9 +80,11 @@ def test_disable_and_enable_flags_and_xla_spellings():
     assert executed("--disable-passes", "cse:2") == [p for p in all_ if p != "hlo_normalization/cse"]
     assert executed("--xla_disable_hlo_passes=cse,dce") == executed("--disable-passes", "cse",
                                                                     "--disable-passes", "dce")
+    # XLA runs GemvRewriter / SplitkRewriter / GemmFusion only with Triton GEMMs on
     assert executed("--xla-flags", "--xla_gpu_enable_triton_gemm=false --xla_disable_hlo_passes=dce") \
-        == executed("--disable-passes", "dce")
-    assert set(executed("--enable-passes-only", "fusion")) == {"fusion/cse", "fusion/dce"}
+        == executed("--disable-passes", "dce,gemv-rewriter,splitk-rewriter")
+    assert set(executed("--enable-passes-only", "fusion")) == {"fusion/priority-fusion",
+                                                                "fusion/cse", "fusion/dce"}
     assert executed("--xla_enable_hlo_passes_only=post-layout_assignment/cse") == [
         "post-layout_assignment/cse"]
     assert executed("--xla_disable_all_hlo_passes") == []

@@ -110,7 +110,10 @@ def _gemm(module):
 def test_gemm_matches_xla_after_optimizations():
     before = shared_path("xla-dumps", DUMP, "module_1988.jit__lambda.before_optimizations.txt")
     after = shared_path("xla-dumps", DUMP, "module_1988.jit__lambda.sm_9.0a_gpu_after_optimizations.txt")
-    r = run("compile", "-p", "gpu-cuda", before, "--diff", "none")
+    # the dump's XLA flags (info.json): cuBLAS-LT, no Triton GEMMs (so no GEMV /
+    # split-K rewriting either)
+    r = run("compile", "-p", "gpu-cuda", before, "--diff", "none", "--xla-flags",
+            "--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true")
     assert r.exit_code == 0, r.output
     ours = _gemm(hlorun.parse_module(r.stdout))
     xla = _gemm(hlorun.load_module(after))
