@@ -75,7 +75,13 @@ class CompileConfig:
 
     def spec(self) -> PipelineSpec:
         if self._spec is None:
-            self._spec = self.session.load_spec()
+            spec = self.session.load_spec()
+            extra = getattr(self.session, "autotune", None)
+            if extra:  # compile's autotune flags (--force-backend ...) override the section
+                from dataclasses import replace as _replace
+                merged = dict(spec.section("autotune") or {}, **extra)
+                spec = _replace(spec, sections=dict(spec.sections, autotune=merged))
+            self._spec = spec
         return self._spec
 
     def set_spec(self, spec: PipelineSpec) -> None:

@@ -14,7 +14,7 @@ from hlorun.printer import print_module
 from hlorun.reduce.driver import finding_key
 from hlorun.reduce.edit import cleanup
 from hlorun.reduce.strategies import STRATEGIES, make_strategies
-from hlorun.reduce.strategies.dims import _Graph
+from hlorun.reduce.strategies.dims_graph import DimGraph
 from hlorun.verify import HloVerifier
 
 from ..conftest import TESTDATA, shared_path
@@ -133,7 +133,7 @@ def test_inline_fusions_of_a_real_fused_module():
 
 def test_dims_classes_follow_the_gqa_dot_and_shrink_consistently():
     m = load_module(ATTENTION)
-    g = _Graph(m)
+    g = DimGraph(m)
     classes = {k: (members, gcd) for k, members, gcd in g.shrinkable()}
     by_slot = {}
     for key, (members, _) in classes.items():
