@@ -131,8 +131,16 @@ def test_timeout_keeps_the_best_so_far_on_disk(s0_in_llama, tmp_path):
     res = reduce_file(s0_in_llama, "violation:reshape-is-bitcast", *S0_PIPELINE,
                       output=str(out), timeout=3.0, flaky_runs=1)
     assert res.stopped == "timeout"
-    on_disk = read_text(out)
-    assert on_disk == res.text
+    assert read_text(out) == res.text  # the input is on disk from the start, then each best
+    assert load_module(out).instruction_count == res.end_instructions <= res.start_instructions
+
+
+def test_max_tests_bounds_the_work(s0_in_llama, tmp_path):
+    out = tmp_path / "best.hlo"
+    res = reduce_file(s0_in_llama, "violation:reshape-is-bitcast", *S0_PIPELINE,
+                      output=str(out), max_tests=4, flaky_runs=1)
+    assert res.stopped == "max-tests" and res.tests == 4  # the input, then 3 candidates
+    assert read_text(out) == res.text
     assert load_module(out).instruction_count == res.end_instructions < res.start_instructions
 
 
