@@ -244,6 +244,7 @@ class NumericsCondition(Condition):
         except ev.EvaluationError as e:
             return Verdict(False, f"cannot evaluate the input: {e}")
         types = ev.output_types(module)
+        tol = ev.tolerance_types(module)
         res = self._compile(module)
         if res.failure is not None or res.violations:
             return Verdict(False, f"the compile did not finish ({res.status})", None, res)
@@ -251,7 +252,7 @@ class NumericsCondition(Condition):
             after = ev.evaluate(module, args)
         except ev.EvaluationError as e:
             return Verdict(False, f"cannot evaluate the compiled module: {e}", None, res)
-        cmp = ev.compare_values(before, after, types)
+        cmp = ev.compare_values(before, after, types, tolerance_types=tol)
         if cmp.ok:
             return Verdict(False, "outputs match", None, res)
         return Verdict(True, "outputs differ before/after the compile: " + _worst(cmp), None, res)
@@ -305,7 +306,8 @@ class OutputDiffersCondition(Condition):
             got = ev.evaluate(module, args)
         except ev.EvaluationError as e:
             return Verdict(False, f"cannot evaluate: {e}", None, res)
-        cmp = ev.compare_values(self._ref[want], got, ev.output_types(self.other))
+        cmp = ev.compare_values(self._ref[want], got, ev.output_types(self.other),
+                                tolerance_types=ev.tolerance_types(self.other))
         if cmp.ok:
             return Verdict(False, f"outputs match {self.other_path}", None, res)
         return Verdict(True, f"outputs differ from {self.other_path}: " + _worst(cmp), None, res)
