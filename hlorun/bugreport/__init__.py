@@ -75,7 +75,14 @@ def write_bundle(dest: str, staging: Path, session, argv: list[str], reduce: boo
     module_text = read_text(session.file)
     put("input.hlo", scrub.module(module_text))
     repro_cmd = ["hlorun", "compile", "input.hlo", "--pipeline", "pipeline.yaml"] + _passthrough(argv)
-    put("pipeline.yaml", pipeline_yaml(spec, res.selection))
+    cache = _autotune_cache(spec)
+    cache_name = None
+    if cache is not None and Path(cache).is_file():
+        cache_name = "autotune_cache" + "".join(Path(cache).suffixes[-1:] or [".json"])
+    yaml_text = pipeline_yaml(spec, res.selection)
+    if cache_name:  # the bundle's copy of the cache replays the same decisions
+        yaml_text = yaml_text.replace(str(cache), cache_name)
+    put("pipeline.yaml", scrub.text(yaml_text))
     original = "hlorun compile " + " ".join(shlex.quote(a) for a in argv)
     put("command.txt", scrub.text(f"# the command that was run\n{original}\n\n"
                                   f"# reproduce from this bundle\n{' '.join(map(shlex.quote, repro_cmd))}\n"))
@@ -88,9 +95,8 @@ def write_bundle(dest: str, staging: Path, session, argv: list[str], reduce: boo
     decisions = res.records("autotune")
     if decisions:
         put("autotune.json", json.dumps(scrub.value({"decisions": decisions}), indent=2) + "\n")
-    cache = _autotune_cache(spec)
-    if cache is not None and Path(cache).is_file():
-        put("autotune_cache" + "".join(Path(cache).suffixes[-1:] or [".json"]), scrub.text(read_text(cache)))
+    if cache_name:
+        put(cache_name, scrub.text(read_text(cache)))
     put("result.json", json.dumps(scrub.value(session.to_json(res)), indent=2) + "\n")
     put("versions.json", json.dumps(versions(), indent=2) + "\n")
     reduced = None

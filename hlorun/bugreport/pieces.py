@@ -132,7 +132,10 @@ def xla_flags(session, res) -> list[tuple[str, str]]:
         flags.append((f"--xla_enable_hlo_passes_only={','.join(names)}", "the only passes this command ran"))
     elif sel.mode == "none":
         flags.append(("--xla_disable_all_hlo_passes=true", "this command ran no pass"))
-    force = getattr(session, "force_backend", None) or _argv_value(session.argv, "--force-backend")
+    section = res.spec.section("autotune", None)
+    force = (_argv_value(session.argv, "--force-backend")
+             or (getattr(session, "autotune", None) or {}).get("force_backend")
+             or (section.get("force_backend") if isinstance(section, dict) else None))
     if force:
         backend = force.split("=")[-1].split(":")[0].strip().lower()
         if backend in _BLAS_FLAGS:

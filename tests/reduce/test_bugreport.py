@@ -131,3 +131,23 @@ def test_bug_report_directory_and_pass_failure(tmp_path):
 def test_bug_report_flags_are_checked():
     r = run("compile", S0, "--reduce")
     assert r.exit_code == 1 and "--reduce needs --bug-report" in r.stderr
+
+
+def test_bug_report_with_autotuner_decisions_and_cache(tmp_path):
+    cache = tmp_path / "cache" / "autotune.json"
+    pipe = tmp_path / "forced.yaml"
+    pipe.write_text(f"name: forced\ninclude: [{TESTDATA / 'reduce' / 's0_autotune_41481.yaml'}]\n"
+                    f"autotune: {{force_backend: hipblaslt, cache: {cache}}}\n")
+    d = tmp_path / "bundle"
+    r = run("compile", ATTENTION, "--pipeline", pipe, "--bug-report", d, "--diff", "none", "--no-table")
+    assert r.exit_code == 2, r.output
+    decisions = json.loads((d / "autotune.json").read_text())["decisions"]
+    assert [x["winner"]["backend"] for x in decisions] == ["hipblaslt", "hipblaslt"]
+    assert "gemm_fusion_dot" in (d / "autotune_cache.json").read_text()
+    assert "cache: autotune_cache.json" in (d / "pipeline.yaml").read_text()
+    readme = (d / "README.md").read_text()
+    assert "--xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=true" in readme
+    assert "first after pass #" in readme and "autotuner/autotuner" in readme
+    assert_no_local_paths(d, [str(tmp_path)])
+    rr = run("compile", "input.hlo", "--pipeline", "pipeline.yaml", "--diff", "none", cwd=d)
+    assert rr.exit_code == 2 and "reshape-is-bitcast" in rr.stderr
