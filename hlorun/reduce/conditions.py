@@ -198,9 +198,14 @@ class BackendCondition(Condition):
     def test(self, module: Module, text: str) -> Verdict:
         res = self._compile(module)
         seen = []
+        # the autotuner's remarks name the dot each decided fusion came from
+        derived: dict[str, list[str]] = {}
+        for ev, r in res.remarks:
+            if ev.name == "autotuner" and r.instruction:
+                derived.setdefault(r.instruction, []).extend(r.derived_from)
         for rec in res.records("autotune"):
             names = [rec.get("instruction")] + list(rec.get("names") or ()) \
-                + [rec.get("dot"), rec.get("origin")]
+                + [rec.get("dot"), rec.get("origin")] + derived.get(rec.get("instruction") or "", [])
             if not any(n and fnmatch.fnmatchcase(str(n), self.instr) for n in names):
                 continue
             winner = (rec.get("winner") or {}).get("backend")

@@ -105,6 +105,8 @@ def test_backend_condition_reads_the_autotuners_decisions():
     assert judge("backend:gemm_fusion_dot.1=triton", ATTENTION, "--pipeline", AUTOTUNE).interesting
     assert judge("backend:gemm_fusion_dot*=hipblaslt", ATTENTION, "--pipeline", AUTOTUNE).interesting
     assert not judge("backend:gemm_fusion_dot=cublaslt", ATTENTION, "--pipeline", AUTOTUNE).interesting
+    # the dot a fusion was made from names it too (the autotuner's remark lineage)
+    assert judge("backend:dot.2=BLAS", ATTENTION, "--pipeline", AUTOTUNE).interesting
     forced = judge("backend:gemm_fusion_dot.1=BLAS", ATTENTION, "--pipeline", AUTOTUNE_BLAS)
     assert forced.interesting
     none = judge("backend:nothing_here=BLAS", ATTENTION, "--pipeline", AUTOTUNE)
