@@ -8,8 +8,9 @@
   selected): ``AlgebraicSimplifier(options).Run(m.get()).value()`` in
   ``ASSERT_TRUE/FALSE`` or ``RunHloPass(&simplifier, ...)``, with
   ``EXPECT_EQ(N, m->computation_count())`` and ``GmockMatch`` on the root.
-  Our ``algsimp`` runs with XLA's default options
-  (``enable_dot_strength_reduction`` on) unless the test's C++ turns it off
+  Our ``algsimp`` runs with XLA's generic default options
+  (``enable_dot_strength_reduction`` on; hlorun's default is XLA:GPU's, off)
+  unless the test's C++ turns it off
   (:data:`ALGSIMP_OPTIONS`, facts read from the test source).
 """
 
@@ -78,9 +79,8 @@ def _algsimp_handler(plan: Plan, suite: XlaSuite, st: str) -> bool:
 
 def _algsimp_configure(case: XlaCase, plan: Plan) -> None:
     short = case.test.split(".", 1)[-1]
-    opts = ALGSIMP_OPTIONS.get(short)
-    if opts:
-        plan.passes = [(name, {**o, **opts}) for name, o in plan.passes]
+    opts = {"enable_dot_strength_reduction": True, **ALGSIMP_OPTIONS.get(short, {})}
+    plan.passes = [(name, {**o, **opts}) for name, o in plan.passes]
 
 
 FUSION_SUITES: dict[str, XlaSuite] = {

@@ -9,8 +9,9 @@ does is not implemented and left unchanged):
   ``broadcast(0)``; a dot without contracting dimensions becomes a multiply
   of broadcasts (``enable_dot_to_multiply_rewrite``); a dot where one
   operand has only batch and contracting dimensions becomes multiply +
-  reduce in f32/f64 (``enable_dot_strength_reduction``, XLA's default; the
-  GPU pipeline turns it off and runs dot-strength-reduction instead);
+  reduce in f32/f64 (``enable_dot_strength_reduction``; XLA's generic
+  default, off by default here as in XLA:GPU, which runs
+  dot-strength-reduction instead);
   otherwise unit dimensions are removed from the operands
   (``RemoveDegenerateDimensionFromDot``: reshapes around a smaller dot), the
   step that turns a batch-1 linear layer into a vector-matrix dot;
@@ -47,7 +48,10 @@ class AlgebraicSimplifier(Pass):
 
     name = "algsimp"
     is_layout_sensitive: bool = False
-    enable_dot_strength_reduction: bool = True
+    #: XLA:GPU's options (GpuCompiler::GetAlgebraicSimplifierOptions) are the
+    #: defaults: dot strength reduction is DotStrengthReduction's job there.
+    #: XLA's own AlgebraicSimplifierOptions default is true.
+    enable_dot_strength_reduction: bool = False
     enable_dot_to_multiply_rewrite: bool = True
     enable_broadcast_degenerate_dimension: bool = True
     run_to_fixed_point: bool = True
