@@ -30,7 +30,7 @@ SHARED = ROOT.parent / "shared"
 
 
 def default_modules() -> list[Path]:
-    mods = sorted((ROOT / "bench" / "models").glob("*.hlo"))
+    mods = sorted((ROOT / "bench" / "models").glob("*.hlo")) + sorted((ROOT / "bench" / "models" / "h200").glob("*.hlo"))
     for case in ("cnn_fp16", "gemm_bias_gelu_bf16"):
         d = SHARED / "xla-dumps" / case
         mods += sorted(d.glob("*before_optimizations.txt")) + sorted(d.glob("*gpu_after_optimizations.txt"))

@@ -75,7 +75,7 @@ NUMERICS_CHECK = {
         "index": _INT, "pass": {"type": "string"},
         "status": {"enum": ["ok", "mismatch", "unevaluable"]},
         "message": {"type": "string"}, "seconds": _NUM,
-        "max_abs_error": _NUM, "max_abs_change": _NUM,
+        "max_abs_error": _NUM, "max_abs_change": _NUM, "worst_ratio": _NUM,
         "worst": {"type": ["object", "null"]},
         "outputs": {"type": "array", "items": {"type": "object"}},
     },

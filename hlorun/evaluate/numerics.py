@@ -121,6 +121,7 @@ class NumericsListener(Listener):
         rec["status"] = "ok" if vs_start.ok else "mismatch"
         rec["max_abs_error"] = max((leaf.max_abs_error for leaf in vs_start.leaves), default=0.0)
         rec["max_abs_change"] = max((leaf.max_abs_error for leaf in vs_prev.leaves), default=0.0)
+        rec["worst_ratio"] = max((leaf.worst_ratio for leaf in vs_start.leaves), default=0.0)
         rec["worst"] = _worst_json(vs_start)
         rec["outputs"] = [leaf.to_json() for leaf in vs_start.leaves]
         rec["describe"] = [leaf.describe() for leaf in vs_start.leaves if not leaf.ok]
@@ -167,6 +168,10 @@ class NumericsListener(Listener):
                             "use --check-numerics to find the pass)")
             report.panel("numerics mismatch", "\n".join(body))
             return
-        max_err = max((c.get("max_abs_error", 0.0) for c in evaluated), default=0.0)
+        worst = max(evaluated, key=lambda c: c.get("worst_ratio", 0.0), default=None)
+        detail = ""
+        if worst is not None and worst.get("worst_ratio"):
+            detail = (f"; closest to the tolerance: {worst['worst_ratio']:.2g}x after "
+                      f"#{worst['index']} {worst['pass']}")
         report.info(f"numerics: {len(evaluated)} check(s) {what} agree with the input module "
-                    f"(max |diff| {max_err:.3g}, seed {self.seed})")
+                    f"(seed {self.seed}{detail})")
