@@ -67,11 +67,13 @@ def run(model, inputs, seed, output, save_inputs, max_bytes, fmt_):
     a summary of each output (shape, min/max/mean, first values)."""
     from .. import report
     from ..evaluate import Evaluator, output_types
-    from ..evaluate.memory import estimate_peak_bytes, format_bytes
+    from ..evaluate.memory import check_memory, estimate_peak_bytes, format_bytes
     from ..evaluate.session import build_inputs, npz_bytes, parse_bytes, savable, summarize
     from ..fileio import write_atomic
     module = _load(model)
     limit = parse_bytes(max_bytes)
+    if limit is not None:  # before making inputs: parameters can be gigabytes
+        check_memory(module, None, limit)
     args = build_inputs(module, inputs, seed)
     t0 = time.perf_counter()
     result = Evaluator(module, max_bytes=limit).evaluate(args)
@@ -112,10 +114,14 @@ def compare(a, b, inputs, seed, rtol, atol, max_bytes, fmt_):
     element by element. Exit 0 if they agree within tolerance, 2 if not."""
     from .. import report
     from ..evaluate import Evaluator, compare_values, output_types, tolerance_types
+    from ..evaluate.memory import check_memory
     from ..evaluate.session import build_inputs, check_same_signature, parse_bytes
     ma, mb = _load(a), _load(b)
     check_same_signature(ma, mb)
     limit = parse_bytes(max_bytes)
+    if limit is not None:
+        check_memory(ma, None, limit)
+        check_memory(mb, None, limit)
     args = build_inputs(ma, inputs, seed)
     ra = Evaluator(ma, max_bytes=limit).evaluate(args)
     rb = Evaluator(mb, max_bytes=limit).evaluate(args)

@@ -166,6 +166,13 @@ def cast_result(x: np.ndarray, element_type: str) -> np.ndarray:
         return np.asarray(x).astype(dt)
 
 
+def contiguous(x) -> np.ndarray:
+    """A C-contiguous array with the same shape (unlike
+    ``np.ascontiguousarray``, a 0-d array stays 0-d)."""
+    a = np.asarray(x)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def storage_view(x: np.ndarray, element_type: str) -> np.ndarray:
     """The raw bits of ``x`` as an unsigned integer array (for
     bitcast-convert and total-order compares)."""
@@ -174,7 +181,7 @@ def storage_view(x: np.ndarray, element_type: str) -> np.ndarray:
     ut = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}[size]
     if ut is None:
         raise ValueError(f"no raw view for {element_type}")
-    a = np.ascontiguousarray(x.astype(dt, copy=False))
+    a = contiguous(x.astype(dt, copy=False))
     return a.view(ut)
 
 

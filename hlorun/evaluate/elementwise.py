@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.shape import bit_width, is_floating, is_signed_integral
-from .dtypes import (cast_result, convert, dtype_of, is_float_dtype,
+from .dtypes import (contiguous, cast_result, convert, dtype_of, is_float_dtype,
                      storage_view, total_order_key, widen)
 from .registry import EvaluationError, handler, unsupported
 
@@ -230,7 +230,7 @@ def _shift(op: str, a: np.ndarray, b: np.ndarray, et: str) -> np.ndarray:
     amount = b.astype(np.int64) if b.dtype.kind == "i" else b.astype(np.uint64).astype(np.int64)
     too_big = (amount < 0) | (amount >= bits)
     amt = np.where(too_big, 0, amount).astype(ut)
-    au = np.ascontiguousarray(a).view(ut) if a.dtype.kind == "i" else a.astype(ut)
+    au = contiguous(a).view(ut) if a.dtype.kind == "i" else a.astype(ut)
     au, amt = np.broadcast_arrays(au, amt)
     if op == "shift-left":
         r = (au << amt).view(a.dtype) if a.dtype.kind == "i" else (au << amt).astype(a.dtype)
@@ -321,7 +321,7 @@ def _compare(ev, instr, ops):
             return fn(storage_view(a, src_t), storage_view(b, src_t))
         if ctype == "SIGNED" and a.dtype.kind == "u":
             st = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
-            return fn(np.ascontiguousarray(a).view(st), np.ascontiguousarray(b).view(st))
+            return fn(contiguous(a).view(st), contiguous(b).view(st))
         return fn(widen(a), widen(b))
 
 
@@ -354,13 +354,13 @@ def _bitcast_convert(ev, instr, ops):
         raise unsupported(f"bitcast-convert between {src_t} and {dst_t} (sub-byte types)")
     dst = dtype_of(dst_t)
     src = dtype_of(src_t)
-    raw = np.ascontiguousarray(x)
+    raw = contiguous(x)
     if src.itemsize == dst.itemsize:
         return raw.view(dst)
     if src.itemsize > dst.itemsize:  # a new minor dimension
         return raw.reshape(raw.shape + (1,)).view(dst)
     # the minor dimension is absorbed
-    return np.ascontiguousarray(raw).view(dst).reshape(raw.shape[:-1])
+    return contiguous(raw).view(dst).reshape(raw.shape[:-1])
 
 
 @handler("reduce-precision")
@@ -374,7 +374,7 @@ def _reduce_precision(ev, instr, ops):
     else:
         wide = wide.astype(np.float32)
         ut, nexp, nmant = np.uint32, 8, 23
-    bits = np.ascontiguousarray(wide).view(ut).copy()
+    bits = contiguous(wide).view(ut).copy()
     one = ut(1)
     if mbits < nmant:
         shift = ut(nmant - mbits)

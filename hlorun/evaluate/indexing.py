@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import cast_result, widen
+from .dtypes import contiguous, cast_result, widen
 from .reduction import _ufunc, simple_reducer
 from .registry import EvaluationError, handler
 
@@ -70,7 +70,7 @@ def _gather(ev, instr, ops):
             part = part + _placed(np.arange(out_shape[od]), [od], rank)
         full.append(part)
     got = operand[tuple(full)] if full else operand
-    return np.ascontiguousarray(np.broadcast_to(got, out_shape))
+    return contiguous(np.broadcast_to(got, out_shape))
 
 
 def combine_at(ev, comp, results: list[np.ndarray], targets: list[np.ndarray],

@@ -100,8 +100,8 @@ def random_value(shape: Shape, rng: np.random.Generator, bound: int | None = Non
     dt = dtype_of(t)
     if t == "pred":
         return np.asarray(rng.random(dims) < 0.5)
-    if is_floating(t):
-        return np.asarray(rng.uniform(-1.0, 1.0, dims)).astype(dt)
+    if is_floating(t):  # drawn in f32 (not f64): big parameters stay affordable
+        return np.asarray(rng.random(dims, dtype=np.float32) * np.float32(2) - np.float32(1)).astype(dt)
     if is_complex(t):
         return np.asarray(rng.uniform(-1, 1, dims) + 1j * rng.uniform(-1, 1, dims)).astype(dt)
     if is_integral(t):

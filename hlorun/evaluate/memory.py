@@ -35,20 +35,32 @@ def _scratch(ins: Instruction) -> int:
     op = ins.opcode
     out = value_bytes(ins.shape)
     if op in ("dot", "custom-call", "convolution"):
-        ops_elems = sum(o.shape.element_count for o in ins.operands if o.shape.is_array)
-        extra = 8 * ops_elems + 2 * out * max(1, 8 // max(1, _itemsize(ins)))
+        # operands widened for BLAS (narrow floats -> f32, integers -> s64)
+        extra = sum(_widened_bytes(o.shape) for o in ins.operands if o.shape.is_array)
+        extra += out * max(1, 4 // max(1, _itemsize(ins)))  # the f32 accumulator
         if op == "convolution" or (op == "custom-call" and "conv" in (ins.custom_call_target or "")):
             extra += _im2col_bytes(ins)
         return extra
-    if op in ("gather", "scatter"):
-        n = max(ins.shape.element_count if ins.shape.is_array else 0,
-                max((o.shape.element_count for o in ins.operands if o.shape.is_array), default=0))
-        return 8 * n * 3 + out
+    if op == "gather":  # broadcast index arrays the size of the output
+        return 16 * ins.shape.element_count + out
+    if op == "scatter":  # a copy of the operand, flat targets and values
+        n = (len(ins.operands) - 1) // 2
+        upd = sum(o.shape.element_count for o in ins.operands[n + 1:])
+        return out + 24 * upd
     if op in ("sort",):
         return 3 * 8 * ins.operands[0].shape.element_count + out
     if op in ("reduce", "reduce-window", "select-and-scatter", "map"):
         return 3 * sum(value_bytes(o.shape) for o in ins.operands) + 2 * out
     return 0
+
+
+def _widened_bytes(shape: Shape) -> int:
+    t = shape.element_type
+    if t in ("f32", "f64", "c64", "c128"):
+        return 0
+    if t.startswith(("s", "u")) or t == "pred":
+        return 8 * shape.element_count
+    return 4 * shape.element_count
 
 
 def _itemsize(ins: Instruction) -> int:
@@ -80,6 +92,11 @@ def _im2col_bytes(ins: Instruction) -> int:
     return 8 * (positions * cin * ksz + 4 * in_elems)
 
 
+#: opcodes whose value is (or only references) an existing value: no new memory
+_ALIASING = frozenset({"tuple", "get-tuple-element", "copy", "domain", "opt-barrier",
+                       "optimization-barrier", "add-dependency", "async-update"})
+
+
 class _Estimator:
     def __init__(self):
         self.peaks: dict[Computation, tuple[int, Instruction | None]] = {}
@@ -94,7 +111,7 @@ class _Estimator:
         best, at = 0, None
         sizes: dict[Instruction, int] = {}
         for i, ins in enumerate(plan.order):
-            size = value_bytes(ins.shape)
+            size = 0 if ins.opcode in _ALIASING else value_bytes(ins.shape)
             if ins.opcode == "parameter" and not count_params:
                 size = 0
             extra = _scratch(ins) + self._callees(ins)
@@ -137,7 +154,10 @@ def check_memory(module: Module, args, max_bytes: int) -> int:
     """Raise if the estimated peak exceeds ``max_bytes``; return the estimate."""
     peak, at = estimate_peak_bytes(module)
     if peak > max_bytes:
-        where = f" (reached at %{at.name}: {at.shape})" if at is not None else ""
+        shape = str(at.shape) if at is not None else ""
+        if len(shape) > 100:
+            shape = shape[:97] + "..."
+        where = f" (reached at %{at.name}: {shape})" if at is not None else ""
         err = EvaluationError(
             f"evaluation needs an estimated {format_bytes(peak)} of memory{where}, more than "
             f"--max-bytes {format_bytes(max_bytes)}; raise --max-bytes to evaluate anyway")

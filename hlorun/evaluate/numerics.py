@@ -66,6 +66,9 @@ class NumericsListener(Listener):
         if missing:
             raise EvaluationError("--check-numerics: the input module cannot be evaluated: "
                                   f"{', '.join(missing)} not supported by the evaluator")
+        if self.max_bytes is not None:
+            from .memory import check_memory
+            check_memory(module, None, self.max_bytes)
         self.args = build_inputs(module, self.input_specs, self.seed)
         self.types = output_types(module)
         self.tolerance_types = tolerance_types(module)

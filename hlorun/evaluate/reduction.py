@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import parse_window
-from .dtypes import cast_result, is_float_dtype, total_order_key, widen
+from .dtypes import contiguous, cast_result, is_float_dtype, total_order_key, widen
 from .registry import EvaluationError, handler
 from .shapes import pad_array
 
@@ -106,7 +106,7 @@ def tree_reduce(ev, comp, xs: list[np.ndarray], inits: list[np.ndarray],
     init_b = [np.broadcast_to(i, lead) for i in inits]
     if length == 0:
         return [np.array(i, copy=True) for i in init_b]
-    return [np.ascontiguousarray(r) for r in apply(init_b, [c[..., 0] for c in cur])]
+    return [contiguous(r) for r in apply(init_b, [c[..., 0] for c in cur])]
 
 
 @handler("reduce")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.shape import Shape
-from .dtypes import dtype_of
+from .dtypes import contiguous, dtype_of
 from .registry import EvaluationError, handler, unsupported
 
 
@@ -55,10 +55,10 @@ def _bitcast(ev, instr, ops):
         sd, dd = dtype_of(src.element_type), dtype_of(dst.element_type)
         if sd.itemsize != dd.itemsize or src.element_count != dst.element_count:
             raise unsupported(f"bitcast from {src} to {dst} (element size changes)")
-        x = np.ascontiguousarray(x).view(dd)
+        x = contiguous(x).view(dd)
     if src.element_count != dst.element_count:
         raise EvaluationError(f"bitcast from {src} to {dst} changes the element count")
-    flat = np.ascontiguousarray(to_physical(x, src)).reshape(-1)
+    flat = contiguous(to_physical(x, src)).reshape(-1)
     return from_physical(flat, dst)
 
 
