@@ -38,6 +38,44 @@ class _Timeout(Exception):
     pass
 
 
+def _xla_worker(text, args):
+    import xla_oracle
+    return xla_oracle.run_on_xla_cpu(text, args)
+
+
+class _XlaRunner:
+    """XLA:CPU in a child process: an XLA CHECK failure (abort) or a hang
+    costs that module, not the run."""
+
+    def __init__(self):
+        self.pool = None
+
+    def run(self, text, args, timeout):
+        import concurrent.futures as cf
+        if self.pool is None:
+            import multiprocessing
+            self.pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                               initializer=_init_worker)
+        fut = self.pool.submit(_xla_worker, text, args)
+        try:
+            return fut.result(timeout=timeout)
+        except (cf.TimeoutError, cf.process.BrokenProcessPool) as e:
+            self._kill()
+            raise _Timeout() if isinstance(e, cf.TimeoutError) else RuntimeError("XLA:CPU crashed") from None
+
+    def _kill(self):
+        if self.pool is not None:
+            for p in list(getattr(self.pool, "_processes", {}).values()):
+                p.kill()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+
+
+def _init_worker():
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests" / "evaluate"))
+
+
 def _alarm(signum, frame):
     raise _Timeout()
 
@@ -66,6 +104,7 @@ def main(argv=None) -> int:
     import xla_oracle
     use_xla = not a.no_xla and xla_oracle.available()
     signal.signal(signal.SIGALRM, _alarm)
+    xla = _XlaRunner()
     counts: collections.Counter = collections.Counter()
     rows = []
     t0 = time.perf_counter()
@@ -101,10 +140,8 @@ def main(argv=None) -> int:
         else:
             row["status"] = "evaluated"
             if use_xla:
-                signal.alarm(a.timeout)
                 try:
-                    theirs = xla_oracle.run_on_xla_cpu(text, args)
-                    signal.alarm(0)
+                    theirs = xla.run(text, args, a.timeout)
                     mine = tuple(v for _, v in leaves(ours))
                     cmp = compare_values(tuple(theirs), mine, output_types(m),
                                          tolerance_types=tolerance_types(m))
@@ -114,7 +151,6 @@ def main(argv=None) -> int:
                 except _Timeout:
                     row["status"] = "evaluated (XLA:CPU timed out)"
                 except Exception as e:  # XLA cannot import/compile it (e.g. GPU-only ops)
-                    signal.alarm(0)
                     row["status"] = "evaluated (XLA:CPU cannot run it)"
                     row["message"] = str(e).splitlines()[0][:200]
         finally:
@@ -128,6 +164,7 @@ def main(argv=None) -> int:
     for r in rows:
         if r["status"] in ("differs from XLA:CPU", "evaluator error", "timeout"):
             print(f"  {r['status']}: {r['module']}: {r.get('message', '')}")
+    xla._kill()
     print(f"{time.perf_counter() - t0:.0f} s")
     if a.json:
         a.json.write_text(json.dumps({"counts": dict(counts), "modules": rows}, indent=2) + "\n")

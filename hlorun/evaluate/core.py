@@ -129,6 +129,11 @@ class Evaluator:
         if len(args) != len(params):
             raise EvaluationError(f"entry computation {entry.name} takes {len(params)} "
                                   f"arguments, {len(args)} given")
+        for ins in self.module.instructions():
+            if ins.shape.is_dynamic or (ins.shape.is_tuple and any(
+                    leaf.is_dynamic for _, leaf in ins.shape.leaves())):
+                raise EvaluationError(f"dynamic shape {ins.shape}: dynamic dimensions are not "
+                                      "supported by the evaluator").at(ins)
         for i, (p, a) in enumerate(zip(params, args)):
             if p is None:
                 raise EvaluationError(f"entry computation {entry.name} has no parameter {i}")

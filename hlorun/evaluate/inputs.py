@@ -95,6 +95,8 @@ def random_value(shape: Shape, rng: np.random.Generator, bound: int | None = Non
         return tuple(random_value(s, rng) for s in shape.tuple_shapes)
     if not shape.is_array:
         return None
+    if shape.is_dynamic:
+        raise EvaluationError(f"dynamic shape {shape}: dynamic dimensions are not supported by the evaluator")
     t = shape.element_type
     dims = shape.dimensions
     dt = dtype_of(t)

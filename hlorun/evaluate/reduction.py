@@ -80,13 +80,16 @@ def ufunc_reduce(kind: str, x: np.ndarray, init: np.ndarray, axes: tuple[int, ..
 
 
 def tree_reduce(ev, comp, xs: list[np.ndarray], inits: list[np.ndarray],
-                out_types: list[str]) -> list[np.ndarray]:
+                out_types: list[str], valid: np.ndarray | None = None) -> list[np.ndarray]:
     """Reduce the last axis of every array in ``xs`` with the lifted
-    computation ``comp`` (arguments: accumulators..., elements...)."""
+    computation ``comp`` (arguments: accumulators..., elements...).
+    ``valid`` (same shape as the arrays) marks real elements: padding and
+    dilation holes of reduce-window take no part, as in XLA."""
     n = len(xs)
     length = xs[0].shape[-1]
     lead = xs[0].shape[:-1]
     cur = list(xs)
+    cur_valid = valid
 
     def apply(a, b):
         res = ev.call_lifted(comp, list(a) + list(b))
@@ -99,14 +102,26 @@ def tree_reduce(ev, comp, xs: list[np.ndarray], inits: list[np.ndarray],
         a = [c[..., 0:2 * half:2] for c in cur]
         b = [c[..., 1:2 * half:2] for c in cur]
         red = apply(a, b)
+        if cur_valid is not None:
+            va, vb = cur_valid[..., 0:2 * half:2], cur_valid[..., 1:2 * half:2]
+            red = [np.where(va & vb, r, np.where(vb, y, x)) for r, x, y in zip(red, a, b)]
+            nv = va | vb
         if length % 2:
             red = [np.concatenate([r, c[..., -1:]], axis=-1) for r, c in zip(red, cur)]
+            if cur_valid is not None:
+                nv = np.concatenate([nv, cur_valid[..., -1:]], axis=-1)
         cur = red
+        if cur_valid is not None:
+            cur_valid = nv
         length = half + length % 2
     init_b = [np.broadcast_to(i, lead) for i in inits]
     if length == 0:
         return [np.array(i, copy=True) for i in init_b]
-    return [contiguous(r) for r in apply(init_b, [c[..., 0] for c in cur])]
+    out = apply(init_b, [c[..., 0] for c in cur])
+    if cur_valid is not None:
+        v = cur_valid[..., 0]
+        out = [np.where(v, o, i) for o, i in zip(out, init_b)]
+    return [contiguous(r) for r in out]
 
 
 @handler("reduce")
@@ -136,10 +151,36 @@ def _map(ev, instr, ops):
                            instr.shape.dimensions)
 
 
-def _windows(x: np.ndarray, init, window) -> np.ndarray:
-    """Padded, dilated, strided windows: shape (out..., window...)."""
+def _identity(kind: str, dt: np.dtype):
+    """The neutral element of a simple reducer in ``dt`` (None if unknown)."""
+    if kind == "add" or kind in ("or", "xor"):
+        return np.zeros((), dt)
+    if kind == "multiply":
+        return np.ones((), dt)
+    if kind == "and":
+        return np.array(True) if dt == np.bool_ else np.array(-1).astype(dt)
+    big = kind == "minimum"
+    if dt == np.bool_:
+        return np.array(big)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return np.array(info.max if big else info.min, dt)
+    if is_float_dtype(dt):
+        import ml_dtypes
+        fi = ml_dtypes.finfo(dt) if dt.name not in ("float16", "float32", "float64") else np.finfo(dt)
+        with np.errstate(all="ignore"):
+            inf = np.array(np.inf).astype(dt)
+        if np.isinf(inf.astype(np.float64)):
+            return inf if big else np.array(-np.inf).astype(dt)
+        return np.array(fi.max if big else fi.min).astype(dt)
+    return None
+
+
+def _windows(x: np.ndarray, fill, window) -> np.ndarray:
+    """Padded, dilated, strided windows: shape (out..., window...); padding
+    and dilation holes hold ``fill``."""
     config = [(w.padding_low, w.padding_high, w.base_dilation - 1) for w in window]
-    padded = pad_array(x, np.asarray(init).reshape(()), config)
+    padded = pad_array(x, np.asarray(fill).reshape(()), config)
     ext = [(w.size - 1) * w.window_dilation + 1 for w in window]
     if any(e > s for e, s in zip(ext, padded.shape)):
         shape = tuple(max(0, (s - e) // w.stride + 1) for s, e, w in zip(padded.shape, ext, window))
@@ -153,6 +194,8 @@ def _windows(x: np.ndarray, init, window) -> np.ndarray:
 
 @handler("reduce-window")
 def _reduce_window(ev, instr, ops):
+    """XLA: each output starts from the init value and combines the window's
+    real elements (padding and base-dilation holes are skipped)."""
     n = len(ops) // 2
     xs, inits = ops[:n], ops[n:]
     text = instr.attrs.get("window")
@@ -162,13 +205,17 @@ def _reduce_window(ev, instr, ops):
         raise EvaluationError(f"reduce-window window has {len(window)} dimensions, operand rank {rank}")
     out_types = ([s.element_type for s in instr.shape.tuple_shapes] if instr.shape.is_tuple
                  else [instr.shape.element_type])
-    wins = [_windows(x, i, window) for x, i in zip(xs, inits)]
     waxes = tuple(range(rank, 2 * rank))
     kind = simple_reducer(instr.to_apply) if n == 1 else None
     if kind is not None and _ufunc(kind, widen(xs[0]).dtype) is not None:
-        return ufunc_reduce(kind, wins[0], inits[0], waxes, out_types[0])
+        ident = _identity(kind, xs[0].dtype)
+        if ident is not None:
+            return ufunc_reduce(kind, _windows(xs[0], ident, window), inits[0], waxes, out_types[0])
+    wins = [_windows(x, np.zeros((), x.dtype), window) for x in xs]
+    valid = _windows(np.ones(xs[0].shape, dtype=bool), np.array(False), window)
     flat = [w.reshape(w.shape[:rank] + (-1,)) for w in wins]
-    res = tree_reduce(ev, instr.to_apply, flat, [np.asarray(i) for i in inits], out_types)
+    res = tree_reduce(ev, instr.to_apply, flat, [np.asarray(i) for i in inits], out_types,
+                      valid.reshape(valid.shape[:rank] + (-1,)))
     return tuple(res) if instr.shape.is_tuple else res[0]
 
 
