@@ -71,13 +71,16 @@ class CompileSession:
     remarks: bool = False
     traceback: bool = False
     target_overrides: dict[str, Any] = field(default_factory=dict)
+    #: overrides of the pipeline's ``autotune:`` section (compile's autotune flags)
+    autotune: dict[str, Any] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
     #: --bug-report PATH (.tar.gz/.tgz or a directory), --reduce, its time budget.
     bug_report: str | None = None
     bug_report_reduce: bool = False
     bug_report_timeout: float | None = 300.0
     extra_listeners: list[Listener] = field(default_factory=list)
-    #: --explain: None (off) or a kernel / instruction name or regex (".*": all)
+    #: --explain: None (off) or a kernel / instruction name or regex (".*": all);
+    #: also lists the rejected autotuning candidates of the matching GEMMs
     explain: str | None = None
     #: Filled when explain is on: the lineage tracker and the explanations.
     lineage: Any = None
@@ -109,13 +112,21 @@ class CompileSession:
         for k, v in self.target_overrides.items():
             if v is not None:
                 parts += ["--" + k.replace("_", "-"), str(v)]
+        if self.autotune:
+            from .cli._autotune import command_flags
+            parts += command_flags(self.autotune)
         return " ".join(shlex.quote(p) for p in parts)
 
     # -- pieces other commands reuse (reduce, bisect, bug reports) ----------------------
     def load_spec(self):
         """The effective pipeline: ``--pipeline`` with the target overrides."""
         from .pipeline_spec import load_pipeline
-        return load_pipeline(self.pipeline).with_target(**self.target_overrides)
+        spec = load_pipeline(self.pipeline).with_target(**self.target_overrides)
+        if self.autotune:
+            from dataclasses import replace as _replace
+            merged = dict(spec.section("autotune") or {}, **self.autotune)
+            spec = _replace(spec, sections=dict(spec.sections, autotune=merged))
+        return spec
 
     def run_options(self, listeners: list[Listener]) -> RunOptions:
         """RunOptions for this session's flags, with ``listeners`` and the
@@ -247,6 +258,10 @@ class CompileSession:
             report.info(f"kernels ({len(self.explanations)}"
                         + (f" matching {self.explain}" if self.explain != ".*" else "") + "):")
             report.info(render_text(self.explanations))
+        autotune = res.records("autotune")
+        if autotune:
+            from .autotune.view import render
+            render(autotune, self.explain)
         for note in res.notes:
             report.warn(note)
         if res.failure:

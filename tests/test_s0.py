@@ -27,6 +27,10 @@ from .conftest import TESTDATA, shared_path
 S0 = TESTDATA / "s0" / "jit_dot_general.hlo"
 S0_CONSUMER = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
 DUMP = "dot_general_gqa_cublaslt"
+#: The BLAS-rewriter path of S0 (XLA's --xla_gpu_enable_triton_gemm=false, as
+#: in the dump): with Triton on, the GEMM becomes a __triton_gemm fusion and
+#: the autotuner decides it (tests/test_s0_autotune.py).
+NO_TRITON = ("--disable-passes", "triton-gemm-rewriter")
 
 
 def run(*args):
@@ -36,7 +40,7 @@ def run(*args):
 def test_historical_pipeline_reports_the_violation_and_writes_a_reproducer(tmp_path):
     repro = tmp_path / "repro"
     r = run("compile", "-p", "gpu-rocm-41481", S0_CONSUMER, "--diff", "none", "--repro-dir", repro,
-            "-o", tmp_path / "out.hlo")
+            "-o", tmp_path / "out.hlo", *NO_TRITON)
     assert r.exit_code == 2, r.output
     err = r.stderr
     assert "[reshape-is-bitcast] precondition of hlo_normalization/layout_normalization" in err
@@ -51,7 +55,7 @@ def test_historical_pipeline_reports_the_violation_and_writes_a_reproducer(tmp_p
 
 
 def test_historical_violation_in_json_names_the_pass():
-    r = run("compile", "-p", "gpu-rocm-41481", S0_CONSUMER, "--format", "json")
+    r = run("compile", "-p", "gpu-rocm-41481", S0_CONSUMER, "--format", "json", *NO_TRITON)
     assert r.exit_code == 2
     doc = json.loads(r.stdout)
     text = json.dumps(doc)
@@ -61,7 +65,7 @@ def test_historical_violation_in_json_names_the_pass():
 def test_fixed_pipeline_decomposes_the_reshape(tmp_path):
     out = tmp_path / "out.hlo"
     r = run("compile", "-p", "gpu-rocm", S0_CONSUMER, "--diff-filter",
-            "hlo_normalization/reshape-decomposer", "-o", out)
+            "hlo_normalization/reshape-decomposer", "-o", out, *NO_TRITON)
     assert r.exit_code == 0, r.output
     diff = r.stderr
     # the non-bitcast reshape behind the pinned GEMM becomes copy + bitcast
@@ -77,11 +81,11 @@ def test_fixed_pipeline_decomposes_the_reshape(tmp_path):
 
 def test_disabling_reshape_decomposer_brings_the_violation_back():
     r = run("compile", "-p", "gpu-rocm", S0_CONSUMER, "--diff", "none",
-            "--disable-passes", "reshape-decomposer")
+            "--disable-passes", "reshape-decomposer", *NO_TRITON)
     assert r.exit_code == 2, r.output
     assert re.search(r"first violated after #\d+ hlo_normalization/cublas-gemm-rewriter", r.stderr)
     r = run("compile", "-p", "gpu-rocm", S0_CONSUMER, "--diff", "none",
-            "--xla_disable_hlo_passes", "reshape-decomposer")
+            "--xla_disable_hlo_passes", "reshape-decomposer,triton-gemm-rewriter")
     assert r.exit_code == 2 and "reshape-is-bitcast" in r.stderr
 
 

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("hlorun.cli.run:compare", "Evaluate two HLO modules on the same inputs and compare outputs."),
     "compile": ("hlorun.cli.compile:compile_cmd", "Run a YAML pipeline on a module: pass table, diffs, violations, dumps."),
     "explain": ("hlorun.cli.explain:explain_cmd", "Which kernels compute an instruction after the pipeline, and why (S2)."),
+    "explore": ("hlorun.cli.explore:explore", "Rerun a pipeline once per autotuning choice; name the GEMM choices that break it."),
     "fmt": ("hlorun.cli.fmt:fmt", "Parse and print HLO files (full, long, short or canonical form)."),
     "opt": ("hlorun.cli.opt:opt", "Run just the listed passes (--passes=a,b{opt=v}) and print the module."),
     "passes": ("hlorun.cli.opt:passes_cmd", "List registered passes with their docs and options."),

@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from ._autotune import autotune_options, autotune_section
 from ._common import handle_errors, target_options
 from .numerics_options import make_numerics_listener, numerics_options
 
@@ -121,11 +122,13 @@ def _print_schema(ctx, param, value):
               help="For each final kernel (fusion or library call): the original instructions it "
                    "came from and the pass decisions that shaped it, in words; optionally only "
                    "kernels matching a kernel/instruction name or regex (also matched against "
-                   "metadata op_name).  JSON: a 'kernels' array.")
+                   "metadata op_name).  JSON: a 'kernels' array.  Also lists every candidate the "
+                   "autotuner rejected (with its reason) for the matching GEMMs.")
 @click.option("--remarks", "show_remarks", is_flag=True,
               help="List the passes' remarks (what each pass did or declined to do, per instruction).")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks of pass failures.")
 @numerics_options
+@autotune_options
 @target_options
 @handle_errors
 def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_form, verify_each,
@@ -133,7 +136,7 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
                 xla_enable, xla_disable_all, xla_flags, pass_limit, dump_to, dump_pass_re,
                 xla_dump_to, xla_dump_re, repro_dir, bug_report, bug_reduce, reduce_timeout, table, explain,
                 show_remarks, traceback, platform, device, compute_capability, check_numerics, rtol,
-                atol, seed, numerics_inputs, max_bytes):
+                atol, seed, numerics_inputs, max_bytes, **autotune_kw):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
     per changed pass on stderr; print the optimized module.
 
@@ -166,6 +169,7 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         explain=explain,
         target_overrides={"platform": platform, "device": device,
                           "compute_capability": compute_capability},
+        autotune=autotune_section(autotune_kw, seed),
         argv=["compile"] + _argv(), bug_report=bug_report, bug_report_reduce=bug_reduce,
         bug_report_timeout=reduce_timeout,
         extra_listeners=[numerics] if numerics is not None else [])

@@ -49,7 +49,7 @@ def numerics_options(fn):
                      help="--check-numerics: absolute tolerance, scaled by max(1, rms of the reference) "
                           "(default per element type)."),
         click.option("--seed", type=int, default=0, show_default=True,
-                     help="--check-numerics: seed of the random inputs."),
+                     help="Seed of --check-numerics' random inputs and of --autotune=noisy measurements."),
         click.option("--input", "numerics_inputs", multiple=True, metavar="NAME=FILE.npy",
                      help="--check-numerics: a parameter's value from a file (or FILE.npz)."),
         click.option("--max-bytes", default="4G", show_default=True,
