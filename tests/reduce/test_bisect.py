@@ -21,6 +21,9 @@ ATTENTION = TESTDATA / "reduce" / "s0_attention_block.hlo"
 S3 = TESTDATA / "s3" / "fp8_matmul_scaled.hlo"
 OLD = TESTDATA / "reduce" / "s3_gemm_old.yaml"
 NEW = TESTDATA / "reduce" / "s3_gemm_new.yaml"
+#: gpu-rocm-41481's BLAS-rewriter path (XLA: --xla_gpu_enable_triton_gemm=false);
+#: with Triton on, the GEMM is a __triton_gemm fusion the autotuner decides.
+NO_TRITON = ("--disable-passes", "triton-gemm-rewriter")
 
 
 def run(*args):
@@ -43,10 +46,10 @@ def bisect(path, condition, *flags, cmd=None):
 
 @pytest.mark.parametrize("path", [S0, ATTENTION])
 def test_s0_bisect_names_the_gemm_rewriter(path):
-    res = bisect(path, "violation:reshape-is-bitcast", "--pipeline", "gpu-rocm-41481")
+    res = bisect(path, "violation:reshape-is-bitcast", "--pipeline", "gpu-rocm-41481", *NO_TRITON)
     assert res.name == "cublas-gemm-rewriter" and res.path == "hlo_normalization/cublas-gemm-rewriter"
     # the same pass the pipeline's own first-appearance tracking names
-    full = run("compile", path, "--pipeline", "gpu-rocm-41481", "--format", "json")
+    full = run("compile", path, "--pipeline", "gpu-rocm-41481", "--format", "json", *NO_TRITON)
     v = json.loads(full.stdout)["violations"][0]
     assert v["after_pass"] == res.path and v["pass_index"] == res.first
     # binary search: about log2(passes) compiles, each probe below the answer is clean
@@ -57,7 +60,7 @@ def test_s0_bisect_names_the_gemm_rewriter(path):
 
 def test_bisect_with_a_script_on_the_compiled_output():
     py = shlex.quote(sys.executable)
-    res = bisect(S0, None, "--pipeline", "gpu-rocm-41481",
+    res = bisect(S0, None, "--pipeline", "gpu-rocm-41481", *NO_TRITON,
                  cmd=f"{py} -c \"import sys; sys.exit('__cublas' not in open(sys.argv[1]).read())\"")
     assert res.name == "cublas-gemm-rewriter"
     assert any("__cublas$lt$matmul" in r["message"] for r in res.remarks)
@@ -89,7 +92,8 @@ def test_s3_between_pipeline_versions_finds_the_reordered_rewriter():
 
 
 def test_cli_bisect_and_between_output(tmp_path):
-    r = run("bisect", S0, "--until", "violation:reshape-is-bitcast", "-p", "gpu-rocm-41481")
+    r = run("bisect", "--until", "violation:reshape-is-bitcast", "--", "compile", "-p", "gpu-rocm-41481",
+            *NO_TRITON, S0)
     assert r.exit_code == 0, r.output
     assert "first pass after which violation:reshape-is-bitcast holds: #11 " \
            "hlo_normalization/cublas-gemm-rewriter" in r.stderr

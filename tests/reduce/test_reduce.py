@@ -23,7 +23,8 @@ from ..conftest import TESTDATA, shared_path
 LLAMA = ("corpus", "xla", "files", "xla__tools__benchmarks__hlo__hlo_llama31_70b_bf16_16x8.hlo")
 ATTENTION = TESTDATA / "reduce" / "s0_attention_block.hlo"
 S0 = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
-S0_PIPELINE = ["--pipeline", "gpu-rocm-41481"]
+#: gpu-rocm-41481's BLAS-rewriter path (XLA: --xla_gpu_enable_triton_gemm=false)
+S0_PIPELINE = ["--pipeline", "gpu-rocm-41481", "--disable-passes", "triton-gemm-rewriter"]
 #: gpu-rocm-41481 with GEMM fusion and the autotuner; BLAS forced for every GEMM
 S0_FORCED_BLAS = ["--pipeline", str(TESTDATA / "reduce" / "s0_autotune_41481_blas.yaml")]
 S0_AUTOTUNE = ["--pipeline", str(TESTDATA / "reduce" / "s0_autotune_41481.yaml")]
@@ -153,7 +154,8 @@ def test_cli_reduce_with_compile_argv_json_and_never_overwrites_input(tmp_path):
     out = tmp_path / "small.hlo"
     r = CliRunner().invoke(cli, ["reduce", "--until", "violation:reshape-is-bitcast", "-o", str(out),
                                  "--format", "json", "--no-progress", "--",
-                                 "compile", "--pipeline", "gpu-rocm-41481", str(S0)])
+                                 "compile", "--pipeline", "gpu-rocm-41481", "--disable-passes",
+                                 "triton-gemm-rewriter", str(S0)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["end"]["instructions"] <= 4 and doc["start"]["instructions"] == 4
@@ -172,7 +174,8 @@ def test_cli_reduce_with_compile_argv_json_and_never_overwrites_input(tmp_path):
 def test_cli_text_output_shows_sizes_and_strategies(tmp_path):
     r = CliRunner().invoke(cli, ["reduce", str(ATTENTION), "--until", "violation:reshape-is-bitcast",
                                  "-o", str(tmp_path / "s.hlo"), "--strategies", "outputs,parameters",
-                                 "--", "compile", "--pipeline", "gpu-rocm-41481"])
+                                 "--", "compile", "--pipeline", "gpu-rocm-41481",
+                                 "--disable-passes", "triton-gemm-rewriter"])
     assert r.exit_code == 0, r.output
     assert "instructions" in r.stderr and "start" in r.stderr and "written:" in r.stderr
     r = CliRunner().invoke(cli, ["reduce", "--list-strategies"])
