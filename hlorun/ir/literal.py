@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .attrs import split_top_level
 from .shape import Shape, bit_width, is_complex, is_floating, is_integral
 
 try:  # ml_dtypes is a runtime dependency; keep import errors readable.
@@ -70,22 +71,6 @@ def _mantissa_bits(t: str) -> int:
         return 52
     m = re.fullmatch(r"f\d+e\d+m(\d+)\w*", t)
     return int(m.group(1)) if m else 0
-
-
-def _float_limits(t: str) -> tuple[float, bool]:
-    """(max finite value, has_inf) of a floating type."""
-    if t == "f64":
-        return float(np.finfo(np.float64).max), True
-    if t == "f32":
-        return float(np.finfo(np.float32).max), True
-    if t == "f16":
-        return float(np.finfo(np.float16).max), True
-    dt = _DTYPES.get(t)
-    if dt is not None and ml_dtypes is not None:
-        fi = ml_dtypes.finfo(dt)
-        has_inf = not (t.endswith("fn") or t.endswith("fnuz") or t.endswith("fnu"))
-        return float(fi.max), has_inf
-    return math.inf, True
 
 
 def _round_to(v: float, t: str) -> float:
@@ -291,23 +276,7 @@ def _split_tuple_literal(text: str) -> list[str] | None:
     body = text.strip()
     if not (body.startswith("(") and body.endswith(")")):
         return None
-    inner = body[1:-1]
-    parts = []
-    depth = 0
-    cur = []
-    for ch in inner:
-        if ch in "({":
-            depth += 1
-        elif ch in ")}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip() or parts:
-        parts.append("".join(cur))
-    return parts
+    return split_top_level(body[1:-1])
 
 
 @lru_cache(maxsize=65536)

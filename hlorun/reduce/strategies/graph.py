@@ -4,7 +4,7 @@ calls and fusions."""
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 from ...ir.module import Computation, Instruction, Module
 from ...ir.shape import Shape, compatible
@@ -102,6 +102,24 @@ def _substitute(old: Instruction, new: Instruction) -> None:
     old.drop_all_control_deps()
 
 
+def _replace_each(module: Module, units: Sequence[Hashable],
+                  make: Callable[[Instruction], Instruction | None]) -> bool:
+    """Replace every live unit (users before operands) by ``make(i)``; a
+    unit ``make`` declines (None) is kept."""
+    idx = index(module)
+    done = False
+    for k in reversed(list(units)):
+        i = idx.get(k)  # type: ignore[arg-type]
+        if i is None or i.parent is None or (not i._users and not i.is_root()):
+            continue
+        new = make(i)
+        if new is None:
+            continue
+        _substitute(i, new)
+        done = True
+    return done
+
+
 class DropDead(Strategy):
     name = "dead"
     description = "remove unused instructions that dead-code elimination keeps (side effects: collectives with channels, outfeeds, loops around them)"
@@ -137,17 +155,8 @@ class ReplaceWithParameters(Strategy):
         return [key(i) for i in entry.post_order() if _replaceable(i)]
 
     def apply(self, module: Module, units: Sequence[Hashable]) -> bool:
-        idx = index(module)
-        done = False
-        for k in reversed(list(units)):  # users before operands
-            i = idx.get(k)  # type: ignore[arg-type]
-            if i is None or i.parent is None or (not i._users and not i.is_root()):
-                continue
-            name = _free_name(i)
-            p = add_entry_parameter(module, i.shape, name)
-            _substitute(i, p)
-            done = True
-        return done
+        return _replace_each(module, units,
+                             lambda i: add_entry_parameter(module, i.shape, _free_name(i)))
 
 
 class ReplaceWithZeros(Strategy):
@@ -167,17 +176,7 @@ class ReplaceWithZeros(Strategy):
         return out
 
     def apply(self, module: Module, units: Sequence[Hashable]) -> bool:
-        idx = index(module)
-        done = False
-        for k in reversed(list(units)):
-            i = idx.get(k)  # type: ignore[arg-type]
-            if i is None or i.parent is None or (not i._users and not i.is_root()):
-                continue
-            name = _free_name(i)
-            z = zeros(i.parent, i.shape, name)
-            _substitute(i, z)
-            done = True
-        return done
+        return _replace_each(module, units, lambda i: zeros(i.parent, i.shape, _free_name(i)))
 
 
 def _forwardable(i: Instruction) -> Instruction | None:
@@ -200,18 +199,7 @@ class ForwardOperand(Strategy):
         return out
 
     def apply(self, module: Module, units: Sequence[Hashable]) -> bool:
-        idx = index(module)
-        done = False
-        for k in reversed(list(units)):
-            i = idx.get(k)  # type: ignore[arg-type]
-            if i is None or i.parent is None:
-                continue
-            op = _forwardable(i)
-            if op is None:
-                continue
-            _substitute(i, op)
-            done = True
-        return done
+        return _replace_each(module, units, _forwardable)
 
 
 class ReRoot(Strategy):
