@@ -31,3 +31,23 @@ def test_every_subpackage_is_listed_in_pyproject():
 def test_grammar_is_found():
     from hlorun.parser import grammar_path
     assert grammar_path().name == "hlo.lark" and grammar_path().exists()
+
+
+def test_readme_main_job_runs_on_the_bundled_testdata(monkeypatch):
+    """The README's first command (install, then the main job) must stay true:
+    its hlorun part runs from the checkout on bundled testdata and exits 0."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from hlorun.cli import cli
+
+    lines = (REPO / "README.md").read_text().split("```sh\n", 1)[1].splitlines()
+    install, job = lines[0].split(" && ", 1)
+    assert install == "pip install ." and lines[1] == "pip install '.[test]' && pytest"
+    argv = shlex.split(job)
+    assert argv[0] == "hlorun" and argv[1] == "compile"
+    monkeypatch.chdir(REPO)
+    r = CliRunner().invoke(cli, argv[1:])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("HloModule ")
