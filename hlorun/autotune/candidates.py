@@ -94,10 +94,30 @@ def triton_candidate(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec
     return c
 
 
+#: generated search spaces by what they depend on (a large model repeats a few
+#: GEMM shapes hundreds of times; XLA's autotuner deduplicates them too)
+_SPACES: dict[tuple, tuple[DeviceSpec, tuple[TritonConfig, ...]]] = {}
+
+
+def search_space_configs(problem: GemmProblem, device: DeviceSpec, *, exhaustive: bool = False,
+                         split_k: bool = False) -> tuple[TritonConfig, ...]:
+    """``SearchSpace(...).configs()``, memoised on the inputs the search space reads."""
+    key = (id(device), problem.batch, problem.m, problem.n, problem.k, problem.operand_bits,
+           problem.compute_bits, problem.lhs_expensive, problem.rhs_expensive, exhaustive, split_k)
+    hit = _SPACES.get(key)
+    if hit is not None and hit[0] is device:
+        return hit[1]
+    configs = tuple(SearchSpace(problem, device, exhaustive=exhaustive, split_k=split_k).configs())
+    if len(_SPACES) > 4096:
+        _SPACES.clear()
+    _SPACES[key] = (device, configs)
+    return configs
+
+
 def triton_candidates(problem: GemmProblem, device: DeviceSpec, *, exhaustive: bool = False,
                       split_k: bool = False, params: CostParams = PARAMS) -> list[Candidate]:
-    space = SearchSpace(problem, device, exhaustive=exhaustive, split_k=split_k)
-    return [triton_candidate(cfg, problem, device, params) for cfg in space.configs()]
+    return [triton_candidate(cfg, problem, device, params)
+            for cfg in search_space_configs(problem, device, exhaustive=exhaustive, split_k=split_k)]
 
 
 def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,

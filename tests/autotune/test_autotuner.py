@@ -222,3 +222,29 @@ def test_xla_results_on_other_dumps(name, matched):
         assert p.decisions[0].winner.backend == "cublaslt"
         assert '"selected_algorithm":"0"' in print_module(m)
         assert '"autotune_workspace_size":"33554432"' in print_module(m)
+
+
+def test_search_space_memo_matches_a_fresh_generation():
+    """Identical GEMMs share one generated search space (as XLA's autotuner
+    deduplicates them); the memoised configs equal a fresh generation for
+    every GEMM of a real module, and differ between devices."""
+    from hlorun.autotune.candidates import search_space_configs
+    from hlorun.autotune.devices import get_device
+    from hlorun.autotune.problem import gemm_problem
+    from hlorun.autotune.triton import SearchSpace
+
+    m = load_module(shared_path("xla-dumps", "gemm_bias_gelu_bf16").glob(
+        "*before_optimizations.txt").__next__())
+    GF(target=Target("cuda", "H100", "9.0")).run(m)
+    gemms = [i for c in m.computations for i in c.instructions
+             if i.opcode == "fusion" and "__triton_gemm" in str(i.attrs.get("backend_config", ""))]
+    assert gemms
+    for name in ("H100", "PVC"):
+        d = get_device(name)
+        for g in gemms:
+            p = gemm_problem(g)
+            first = search_space_configs(p, d)
+            assert search_space_configs(p, d) is first
+            assert list(first) == SearchSpace(p, d).configs()
+    p = gemm_problem(gemms[0])
+    assert search_space_configs(p, get_device("H100")) != search_space_configs(p, get_device("PVC"))
