@@ -181,10 +181,12 @@ def story(e: KernelExplanation, op: str | None = None,
     lines: list[str] = []
     dots = [o for o in _dots(e) if op is None or o.name == op]
     primary = [o for o in dots if any(d.remark.pass_name in _SHAPING and o.name in d.origins
-                                      for d in e.decisions)]
-    dots = primary or dots
-    what = ", ".join(f"{o.name} ({o.op_name or o.opcode}, {o.shape})" for o in dots)
-    lines.append(f"{e.kernel.name} is {kind_words(e.kernel)}" + (f" computing {what}" if what else ""))
+                                      and d.remark.kind == "applied" for d in e.decisions)]
+    what = ", ".join(f"{o.name} ({o.op_name or o.opcode}, {o.shape})" for o in (primary or dots))
+    # a kernel no dot decision shaped only carries part of a dot's rewrite
+    # (the f32 scale conversions of an FP8 cuBLAS call)
+    verb = "computing" if primary else "part of the rewrite of"
+    lines.append(f"{e.kernel.name} is {kind_words(e.kernel)}" + (f" {verb} {what}" if what else ""))
     seen: set[str] = set()
     for d in e.decisions:
         line = _story_line(d, originals)

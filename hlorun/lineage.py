@@ -66,6 +66,17 @@ class Decision:
                 "origins": sorted(self.origins)}
 
 
+#: leaves that many unrelated instructions share (after CSE): their lineage
+#: does not follow the instructions that read them when those are rewritten
+_SHARED_LEAVES = frozenset({"constant", "iota", "parameter"})
+
+
+def _base_name(name: str) -> str:
+    """``cublas-gemm.2`` -> ``cublas-gemm`` (XLA's name uniquifier suffix)."""
+    head, dot, tail = name.rpartition(".")
+    return head if dot and tail.isdigit() else name
+
+
 def _all_instructions(module: Module) -> list[Instruction]:
     out: list[Instruction] = []
     for c in module.computations:
@@ -125,8 +136,11 @@ class LineageTracker(Listener):
         # that was created and merged again).
         virtual: dict[str, tuple[set[str], list[int]]] = {}
 
+        consumed: set[str] = set()
+
         def lineage_of(name: str) -> tuple[set[str], list[int]]:
             if name in virtual:
+                consumed.add(name)  # e.g. a fusion fused into another one
                 return virtual[name]
             obj = snap.names.get(name) or by_name.get(name)
             if obj is None:
@@ -155,20 +169,24 @@ class LineageTracker(Listener):
                 d.origins = frozenset(o_acc)
             else:
                 d.origins = frozenset(x for o, _ in srcs for x in o)
-        # replacements: what the surviving users of a removed instruction read now
-        for r in [x for x in snap.alive if x not in alive]:
-            for user, k in snap.users.get(r, ()):
-                if user in alive and k < len(user.operands) and user.operands[k] is not r:
-                    self._merge(user.operands[k], r)
-            for comp, root in snap.roots.items():
-                if root is r and comp.root is not None and comp.root is not r:
-                    self._merge(comp.root, r)
+        # replacements: what the surviving users of a removed instruction read
+        # now; a removed instruction whose users were removed too (the inside
+        # of a rewritten pattern) follows them to their replacement
+        removed = [x for x in snap.alive if x not in alive]
+        accounted = {snap.names[n] for r in ev.remarks for n in r.derived_from
+                     if n in snap.names and snap.names[n] not in alive}
+        for r, dests in self._destinations(removed, alive, snap, accounted).items():
+            for d in dests:
+                self._merge(d, r)
         # new instructions: take the origins of the new instructions they feed
         new = [i for i in now if i not in snap.alive]
         for i in new:
             self.origins.setdefault(i, set())
             self.history.setdefault(i, [])
         self._propagate_into_new(new, set(new))
+        rest = {k: v for k, v in virtual.items() if k not in consumed}
+        if rest:
+            self._settle_virtual(rest, new)
 
     # -- helpers ---------------------------------------------------------------------
     def _attach(self, instr: Instruction, d: Decision) -> None:
@@ -189,6 +207,59 @@ class LineageTracker(Listener):
         for s in self.history.get(src, ()):
             if s not in h:
                 h.append(s)
+
+    def _destinations(self, removed: list[Instruction], alive: set[Instruction],
+                      snap: _Snapshot, accounted: set[Instruction]
+                      ) -> dict[Instruction, set[Instruction]]:
+        """Where the lineage of each removed instruction goes: the operands
+        its surviving users read in its place, the new root of a computation
+        it was the root of, else where its removed users went.  Instructions
+        a remark already accounted for (``derived_from``: fused producers,
+        rewritten dots) and shared leaves (constants) do not take that last
+        step: the remark carried them."""
+        removed_set = set(removed)
+        new_root = {root: c.root for c, root in snap.roots.items()
+                    if root in removed_set and c.root is not None and c.root is not root}
+        dest: dict[Instruction, set[Instruction]] = {}
+        for r0 in removed:
+            stack = [(r0, False)]
+            while stack:
+                r, ready = stack.pop()
+                if r in dest:
+                    continue
+                users = snap.users.get(r, ())
+                if not ready:
+                    stack.append((r, True))
+                    stack.extend((u, False) for u, _ in users
+                                 if u in removed_set and u not in dest and u is not r)
+                    continue
+                out: set[Instruction] = set()
+                cone = r not in accounted and r.opcode not in _SHARED_LEAVES
+                for user, k in users:
+                    if user in alive:
+                        if k < len(user.operands) and user.operands[k] is not r:
+                            out.add(user.operands[k])
+                    elif cone and user in dest:
+                        out |= dest[user]
+                if r in new_root:
+                    out.add(new_root[r])
+                dest[r] = out
+        return dest
+
+    def _settle_virtual(self, virtual: dict[str, tuple[set[str], list[int]]],
+                        new: list[Instruction]) -> None:
+        """A name that lived only inside the pass (a rewriter's intermediate
+        ``cublas-gemm.1`` that became ``cublas-gemm.2``) hands its decisions
+        to the new instructions of the same base name that derive from the
+        same originals."""
+        by_base: dict[str, list[Instruction]] = {}
+        for i in new:
+            by_base.setdefault(_base_name(i.name), []).append(i)
+        for name, (origins, history) in virtual.items():
+            same = by_base.get(_base_name(name), [])
+            hits = [i for i in same if origins and origins <= self.origins.get(i, set())]
+            for i in hits or (same if len(same) == 1 else []):
+                self._merge_sets(i, origins, history)
 
     def _propagate_into_new(self, new: list[Instruction], new_set: set[Instruction]) -> None:
         """New instructions that no remark or replacement accounted for: a

@@ -106,6 +106,10 @@ class GemmRewriter(Pass):
         derived = data.pop("derived_from", ())
         if isinstance(derived, str):
             derived = (derived,)
+        if not derived and isinstance(instr, Instruction) and instr in self.origin:
+            # a GEMM whose name changes as epilogues are fused: link the
+            # remark to the dot it came from (lineage for --explain)
+            derived = (self.origin[instr],)
         self.remark(instr, message, kind=kind, derived_from=derived, **data)
 
     def run(self, module: Module) -> bool:
