@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("hlorun.cli.fmt:check", "Parse and verify HLO files; report diagnostics."),
     "compare": ("hlorun.cli.run:compare", "Evaluate two HLO modules on the same inputs and compare outputs."),
     "compile": ("hlorun.cli.compile:compile_cmd", "Run a YAML pipeline on a module: pass table, diffs, violations, dumps."),
+    "diff-pipelines": ("hlorun.cli.diff_pipelines:diff_pipelines_cmd", "Where two pipeline versions diverge on one module, and how their final kernels differ (S3)."),
     "explain": ("hlorun.cli.explain:explain_cmd", "Which kernels compute an instruction after the pipeline, and why (S2)."),
     "explore": ("hlorun.cli.explore:explore", "Rerun a pipeline once per autotuning choice; name the GEMM choices that break it."),
     "fmt": ("hlorun.cli.fmt:fmt", "Parse and print HLO files (full, long, short or canonical form)."),

@@ -114,6 +114,9 @@ def _render_between(report, d, show_diff: bool) -> None:
             continue
         for r in step.remarks[:8]:
             report.info(f"  {side} remark [{r['kind']}] {r['instruction'] or '-'}: {r['message']}")
+            skipped = (r.get("data") or {}).get("skipped") or ()
+            for why in list(skipped)[:4]:  # what the rewrite left out, and why
+                report.info(f"      left out: {why}")
     if show_diff and d.diff:
         report.diff_block(f"--- module after the diverging step: {d.pipeline_a} vs {d.pipeline_b}",
                           d.diff[2:] if len(d.diff) > 2 else d.diff)

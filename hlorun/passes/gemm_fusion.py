@@ -347,7 +347,7 @@ class _Plan:
         return all(i.opcode in ("bitcast", "dot", "parameter", "reshape") for i in self.fused)
 
     def fused_names(self) -> list[str]:
-        return [i.name for i in self.fused if i is not self.dot]
+        return sorted(i.name for i in self.fused if i is not self.dot)  # deterministic remarks
 
     def materialize(self, module: Module, comp: Computation) -> Instruction:
         dot = self.dot

@@ -13,7 +13,11 @@ module the limited compile produced.
 the canonical module after every pass, aligns the two step sequences
 (pass names and options) and walks them in lockstep: the first aligned
 step after which the modules differ, or the first step present in only
-one version that changes the module, is the divergence.
+one version that changes the module, is the divergence.  A step that
+runs in both versions at different places (a reordering) is reported with
+where the other version runs it (``Divergence.moved``).  The final modules
+stay on the :class:`Divergence` (``module_a`` / ``module_b``) for callers
+that compare the kernels (``hlorun diff-pipelines``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import difflib
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..ir.module import Module
 from ..parser import parse_module
@@ -214,6 +218,11 @@ class Divergence:
     status_a: str = ""
     status_b: str = ""
     seconds: float = 0.0
+    #: the blamed step of an only-a / only-b divergence as the other
+    #: version runs it elsewhere (the two versions order it differently)
+    moved: Step | None = None
+    module_a: Module | None = field(default=None, repr=False)  # final modules
+    module_b: Module | None = field(default=None, repr=False)
 
     def summary(self) -> str:
         if not self.found:
@@ -221,7 +230,7 @@ class Divergence:
                     f"{self.pipeline_b} ({self.steps_b} passes) produce the same module")
         a = self.step_a.describe() if self.step_a else "-"
         b = self.step_b.describe() if self.step_b else "-"
-        return {
+        text = {
             "same-step": f"first difference after the same step: {a} in {self.pipeline_a} vs {b} "
                          f"in {self.pipeline_b}",
             "only-a": f"first difference: {a} runs only in {self.pipeline_a} and changes the module",
@@ -229,6 +238,12 @@ class Divergence:
             "different-steps": f"first difference: {self.pipeline_a} runs {a} where "
                                f"{self.pipeline_b} runs {b}",
         }[self.kind]
+        if self.moved is not None:
+            other = self.pipeline_a if self.kind == "only-b" else self.pipeline_b
+            blamed = self.step_b if self.kind == "only-b" else self.step_a
+            when = "later" if blamed is not None and self.moved.index > blamed.index else "elsewhere"
+            text += f" ({other} runs it {when}, as {self.moved.describe()})"
+        return text
 
     def to_json(self) -> dict[str, Any]:
         def st(s: Step | None):
@@ -239,24 +254,29 @@ class Divergence:
                 "step_b": st(self.step_b),
                 "no_effect_only_in_a": [s.describe() for s in self.skipped_a],
                 "no_effect_only_in_b": [s.describe() for s in self.skipped_b],
+                "moved": None if self.moved is None else st(self.moved),
                 "passes": [self.steps_a, self.steps_b], "status": [self.status_a, self.status_b],
                 "diff": self.diff, "seconds": round(self.seconds, 3)}
 
 
-def _trace(text: str, filename: str, cfg: CompileConfig) -> tuple[_Trace, str]:
+def _trace(text: str, filename: str, cfg: CompileConfig,
+           listeners: Sequence[Listener] = ()) -> tuple[_Trace, str, Module]:
     tr = _Trace()
     m = parse_module(text, filename)
-    res = cfg.run(m, listeners=[tr], keep_going=True)
-    return tr, res.status
+    res = cfg.run(m, listeners=[tr, *listeners], keep_going=True)
+    return tr, res.status, m
 
 
-def first_difference(text: str, filename: str, cfg_a: CompileConfig,
-                     cfg_b: CompileConfig) -> Divergence:
+def first_difference(text: str, filename: str, cfg_a: CompileConfig, cfg_b: CompileConfig,
+                     listeners_a: Sequence[Listener] = (),
+                     listeners_b: Sequence[Listener] = ()) -> Divergence:
+    """``listeners_a`` / ``listeners_b`` also watch each version's run (e.g.
+    a lineage tracker for explanations of the final kernels)."""
     t0 = time.perf_counter()
-    ta, sa = _trace(text, filename, cfg_a)
-    tb, sb = _trace(text, filename, cfg_b)
+    ta, sa, ma = _trace(text, filename, cfg_a, listeners_a)
+    tb, sb, mb = _trace(text, filename, cfg_b, listeners_b)
     d = Divergence(cfg_a.spec().name, cfg_b.spec().name, False, steps_a=len(ta.steps),
-                   steps_b=len(tb.steps), status_a=sa, status_b=sb)
+                   steps_b=len(tb.steps), status_a=sa, status_b=sb, module_a=ma, module_b=mb)
     if cfg_a.spec().name == cfg_b.spec().name:
         d.pipeline_a, d.pipeline_b = cfg_a.session.pipeline or "A", cfg_b.session.pipeline or "B"
     state_a = state_b = ta.start
@@ -290,6 +310,9 @@ def first_difference(text: str, filename: str, cfg_a: CompileConfig,
         else:
             kind, a, b = "only-b", None, first_b
         _found(d, kind, a, b, a.text if a else state_a, b.text if b else state_b)
+        blamed, others = (a, tb.steps) if kind == "only-a" else (b, ta.steps)
+        if kind != "different-steps" and blamed is not None:
+            d.moved = next((s for s in others if s.ident == blamed.ident), None)
         break
     if not d.found and (len(ta.steps) and len(tb.steps)) and ta.steps[-1].text != tb.steps[-1].text:
         _found(d, "same-step", ta.steps[-1], tb.steps[-1], ta.steps[-1].text, tb.steps[-1].text)
