@@ -1,5 +1,6 @@
 """Compare hlorun's final kernel list with XLA's after_optimizations for the
-real dumps (S2 cnn_fp16, gemm_bias_gelu_bf16): counts per kernel category.
+real dumps (S2 cnn_fp16, gemm_bias_gelu_bf16, S3 fp8_matmul_scaled): counts per
+kernel category.
 
     python bench/kernel_lists.py [--pipeline gpu-cuda] [DUMP ...]
 """
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SHARED = Path(os.environ.get("HLORUN_SHARED", ROOT.parent / "shared"))
-DUMPS = ("cnn_fp16", "gemm_bias_gelu_bf16")
+DUMPS = ("cnn_fp16", "gemm_bias_gelu_bf16", "fp8_matmul_scaled")
 
 
 def compare(dump: str, pipeline: str = "gpu-cuda"):

@@ -15,7 +15,6 @@ from .conftest import shared_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-GEMM = ("gemm-fusion", "custom-call:__cublas$lt$matmul")
 
 #: dump -> category -> (hlorun count - XLA count, why)
 KNOWN = {
@@ -28,20 +27,18 @@ KNOWN = {
 }
 
 
-@pytest.mark.parametrize("dump", ["cnn_fp16", "gemm_bias_gelu_bf16"])
+@pytest.mark.parametrize("dump", ["cnn_fp16", "gemm_bias_gelu_bf16", "fp8_matmul_scaled"])
 def test_kernel_list_matches_xla(dump):
     shared_path("xla-dumps", dump)
     from kernel_lists import compare
     ours, theirs, rows = compare(dump)
     known = KNOWN.get(dump, {})
-    gemm_ours = sum(a for c, a, _ in rows if c in GEMM)
-    gemm_xla = sum(b for c, _, b in rows if c in GEMM)
-    # GEMMs: XLA's are Triton GEMM fusions; until the GEMM fusion pass joins
-    # the pipeline ours are cuBLAS-LT calls -- the same number either way
-    assert gemm_ours == gemm_xla > 0
+    # GEMMs: Triton GEMM fusions in both (gpu-cuda runs triton-gemm-rewriter
+    # before the BLAS rewriter, as XLA does), no cuBLAS call
+    counts = {c: (a, b) for c, a, b in rows}
+    assert counts["gemm-fusion"][0] == counts["gemm-fusion"][1] > 0
+    assert "custom-call:__cublas$lt$matmul" not in counts
     for cat, a, b in rows:
-        if cat in GEMM:
-            continue
         if cat in known:
             assert a - b == known[cat][0], f"{cat}: {a} vs {b}; known: {known[cat]}"
         else:
@@ -56,7 +53,7 @@ def test_s2_kernel_kinds_in_detail():
 
     def kinds(ks, prefix):
         return sorted(k.category for k in ks if k.name.startswith(prefix))
-    for prefix in ("cudnn-conv-bias-activation", "input_reduce_fusion"):
+    for prefix in ("cudnn-conv-bias-activation", "input_reduce_fusion", "gemm_fusion"):
         assert kinds(ours, prefix) == kinds(theirs, prefix), prefix
     # the three small linear layers: reduce heroes in both
     assert sorted(k.hero for k in ours if k.name.startswith("input_reduce")) == ["reduce"] * 3
