@@ -4,7 +4,7 @@ computation so that big modules stay cheap.
 :class:`DiffListener` keeps the printed text of every computation as of the
 last diff.  After a pass that changed the module (every pass with
 ``mode="all"``) it takes a new snapshot (:class:`~hlorun.snapshots.SnapshotCache`
-reprints only computations whose fingerprint changed), compares the texts
+reprints only the instructions that changed), compares the texts
 computation by computation (one string compare for an unchanged one) and
 diffs only the ones that differ.  A diff trims the common head and tail
 lines; a long middle is cut at lines unique to both sides (patience diff)
@@ -231,6 +231,7 @@ class DiffListener(Listener):
 
     def on_run_start(self, run, module: Module) -> None:
         self._run = run
+        self.cache.attach(run)
         self._stale = True
 
     def on_before_pass(self, ev: PassEvent, module: Module) -> None:

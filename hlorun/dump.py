@@ -108,6 +108,7 @@ class DumpListener(Listener):
     def on_run_start(self, run, module: Module) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._run = run
+        self.cache.attach(run)
         self._module_name = module.name
         self._target = run.target
         if self.module_id is None:

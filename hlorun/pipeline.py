@@ -14,9 +14,18 @@ XLA's HloPassPipeline does:
   that point, and the finding names the pass after which it first appeared;
 * a pass that raises (``PassError`` or anything else) stops the run with a
   :class:`PassFailure`; a violation stops it too unless ``keep_going``;
-* with ``check_changed`` the module is fingerprinted (:mod:`hlorun.fingerprint`:
-  everything the printer shows) around each pass, and a pass whose
-  ``changed`` disagrees is a ``pass-changed-report`` violation.
+* with ``check_changed`` the module is scanned (:class:`~hlorun.ir.changes.
+  ModuleTracker`: everything the printer and the verifier read) after each
+  pass, and a pass whose ``changed`` disagrees is a ``pass-changed-report``
+  violation.
+
+The runner's :class:`~hlorun.ir.changes.ModuleTracker` (``tracker``) is
+shared by everything that looks at the module between passes: checkers get
+it through ``check_changes`` and re-examine only what changed since their
+last run (the verifier does; others run ``check``), listeners' snapshot
+caches reprint only changed instructions, and ``--check-changed`` compares
+its scans.  Everybody scans with ``scan_token`` (the number of passes run
+so far), so one module state is scanned once.
 
 Passes never print, dump, time or verify.  The pipeline does that around
 them and tells :class:`Listener` objects (pass table, diffs, dumps,
@@ -35,6 +44,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .ir.changes import ModuleTracker
 from .ir.module import Module
 from .passes.base import Pass, Target
 from .pipeline_events import (Listener, PassEvent, PassFailure, PipelineEvent, PipelineResult,
@@ -91,7 +101,8 @@ class PipelineRunner:
         self._changes = 0  # passes that reported a change so far
         self._tracked_at = -1  # value of _changes when the tracked checkers last ran
         self._first_seen: dict[tuple, tuple[str, int]] = {}
-        self._fingerprint: int | None = None
+        self.tracker = ModuleTracker()
+        self._runs = 0
         self.index = 0
         #: A token for "the module as it is now": bumped by every pass that
         #: reports a change (corrected by ``check_changed``) or fails.
@@ -99,6 +110,13 @@ class PipelineRunner:
         #: like XLA's dumps, they trust ``changed``.
         self.state = 0
         self.result: PipelineResult | None = None
+
+    @property
+    def scan_token(self) -> int:
+        """Changes whenever a pass may have changed the module (the number
+        of times a pass's ``run`` was called): the token for
+        ``tracker.scan``."""
+        return self._runs
 
     # -- helpers ---------------------------------------------------------------------
     def _checker(self, cs: CheckerSpec):
@@ -120,9 +138,12 @@ class PipelineRunner:
         assert self.result is not None
         t = self.clock()
         out: list[Diagnostic] = []
+        tracker = self.tracker
+        tracker.scan(module, self.scan_token)
         for ch in checkers:
             try:
-                out.extend(ch.check(module))
+                check = getattr(ch, "check_changes", None)
+                out.extend(check(module, tracker) if check is not None else ch.check(module))
             except Exception as e:  # the contract says never raise; report, don't crash
                 out.append(Diagnostic(rule=getattr(ch, "name", type(ch).__name__),
                                       message=f"checker crashed: {e!r}"))
@@ -163,13 +184,15 @@ class PipelineRunner:
             return self._tracked_findings[key]
         return self._run_checkers([self._tracked[key]], module)
 
-    def _fingerprint_of(self, module: Module) -> int:
+    def _scan_changed(self, module: Module) -> bool:
+        """Scan the module (``check_changed``); did it change since the
+        previous scan?"""
         assert self.result is not None
-        from .fingerprint import fingerprint
         t = self.clock()
-        fp = fingerprint(module)
+        gen = self.tracker.gen
+        self.tracker.scan(module, self.scan_token)
         self.result.fingerprint_seconds += self.clock() - t
-        return fp
+        return self.tracker.gen != gen
 
     def _disabled(self, step: Step) -> bool:
         return not isinstance(step, CheckStep) and self.selection.is_disabled(step)
@@ -184,7 +207,7 @@ class PipelineRunner:
             self._violations(self._run_checkers(self._global, module), "pipeline-start", 0, module)
             self._track(module, "pipeline-start", 0)
             if self.options.check_changed:
-                self._fingerprint = self._fingerprint_of(module)
+                self._scan_changed(module)
             for group in self._top_level():
                 res.changed |= self._run_pipeline(group, module, None, (), [], None)
             if not self.options.verify_each and self._global:
@@ -304,12 +327,14 @@ class PipelineRunner:
                 changed = False
                 while n < step.max_iterations:
                     n += 1
+                    self._runs += 1
                     c = bool(inst.run(module))
                     changed |= c
                     if not c:
                         break
                 ev.fixed_point_iterations = n
             else:
+                self._runs += 1
                 changed = bool(inst.run(module))
         except Exception as e:  # PassError or a bug: report, never a traceback by default
             self.state += 1
@@ -329,13 +354,11 @@ class PipelineRunner:
         ev.changed = changed
         self._collect(inst, ev)
         if self.options.check_changed:
-            after = self._fingerprint_of(module)
-            really = after != self._fingerprint
+            really = self._scan_changed(module)
             if really != changed:
                 ev.changed_mismatch = ("reported changed=False but the module changed" if really
                                        else "reported changed=True but the module is unchanged")
                 ev.changed = changed = changed or really
-            self._fingerprint = after
         if changed:
             self.state += 1
         ev.instructions_after = module.instruction_count

@@ -144,7 +144,12 @@ def instruction_order(comp: Computation, scheduled: bool = False) -> list[Instru
 
 
 def print_computation(comp: Computation, opts: PrintOptions | None = None,
-                      scheduled: bool = False) -> str:
+                      scheduled: bool = False,
+                      lines: "dict[Instruction, str] | None" = None) -> str:
+    """A computation's text.  ``lines``: a cache of printed instructions
+    (without indentation or ROOT) to use and fill; the caller drops the
+    entries of instructions whose line may have changed (not with
+    canonical names, which depend on the print order)."""
     opts = opts or PRESETS["full"]
     if opts.compact_gte is None:
         opts = replace(opts, compact_gte=bool(comp.module and comp.module.compact_gte))
@@ -158,21 +163,27 @@ def print_computation(comp: Computation, opts: PrintOptions | None = None,
             params.append(f"{p.name}: {p.shape.to_string(False)}")
         result = comp.root.shape.to_string(False) if comp.root is not None else "()"
         head += " (" + ", ".join(params) + ") -> " + result
-    lines = [head + " {"]
     order = instruction_order(comp, scheduled)
     names = _NameMap(opts)
     root = comp.root
+    cache = lines if not opts.canonical_names else None
+    out = [head + " {"]
+    compact = opts.compact_gte
     for instr in order:
-        if opts.compact_gte and instr.opcode == "get-tuple-element" and instr is not root:
+        if compact and instr.opcode == "get-tuple-element" and instr is not root:
             continue
-        text = print_instruction(instr, opts, names)
-        lines.append(("  ROOT " if instr is root else "  ") + text)
+        text = cache.get(instr) if cache is not None else None
+        if text is None:
+            text = print_instruction(instr, opts, names)
+            if cache is not None:
+                cache[instr] = text
+        out.append(("  ROOT " + text) if instr is root else ("  " + text))
     tail = "}"
     if comp.execution_thread is not None and comp.execution_thread != "main":
         from .ir.attrs import quote
         tail += f", execution_thread={quote(comp.execution_thread)}"
-    lines.append(tail)
-    return "\n".join(lines)
+    out.append(tail)
+    return "\n".join(out)
 
 
 class _NameMap:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .ir.module import Computation, Instruction, Module
 from .source import Diagnostic
+
+if TYPE_CHECKING:
+    from .ir.changes import ModuleTracker
 
 
 class Checker:
@@ -26,6 +29,15 @@ class Checker:
 
     def check(self, module: Module) -> list[Diagnostic]:  # pragma: no cover
         raise NotImplementedError
+
+    def check_changes(self, module: Module, tracker: "ModuleTracker") -> list[Diagnostic]:
+        """What ``check(module)`` returns, for a module that ``tracker``
+        (:class:`hlorun.ir.changes.ModuleTracker`) has just scanned.  A
+        checker that can re-examines only what changed since its last call
+        (``tracker.changes_since``), keeping its state in
+        ``tracker.cache``; it must return exactly what ``check`` would.
+        The default runs ``check``."""
+        return self.check(module)
 
     def diag(self, module: Module, instr: Instruction | None, message: str,
              computation: Computation | None = None, notes: list[str] | None = None) -> Diagnostic:
@@ -84,6 +96,19 @@ class HloVerifier(Checker):
         except Exception as e:  # a checker never raises
             out.append(Diagnostic(rule=self.name, message=f"verifier crashed: {e!r}",
                                   filename=module.filename))
+        return out
+
+    def check_changes(self, module: Module, tracker: "ModuleTracker") -> list[Diagnostic]:
+        """Re-runs the rules only where the module changed since the last
+        call (:mod:`hlorun.verifier.incremental`); same findings as ``check``."""
+        out: list[Diagnostic] = []
+        try:
+            from .verifier.incremental import run_changes
+            for instr, comp, message in run_changes(module, self, tracker):
+                out.append(self.diag(module, instr, message, comp))
+        except Exception:  # never raise; the full run reports a crash itself
+            tracker.cache.pop(("hlo-verifier", self), None)
+            return self.check(module)
         return out
 
 

@@ -49,8 +49,9 @@ def _context(module: Module) -> Context:
     return ctx
 
 
-def run(module: Module, opts: Any) -> Iterator[Finding]:
-    """Every finding of the HloVerifier rules on ``module``."""
+def run(module: Module, opts: Any, memo: bool = True) -> Iterator[Finding]:
+    """Every finding of the HloVerifier rules on ``module`` (``memo``: skip
+    the shape and instruction rules for content seen to pass already)."""
     entry = module.entry
     if entry is None:
         yield None, None, "module has no entry computation"
@@ -58,6 +59,7 @@ def run(module: Module, opts: Any) -> Iterator[Finding]:
     ctx = _context(module)
     if entry in ctx.fusion_computations:
         yield None, entry, "Module entry computation cannot be a fusion computation"
+    seen: dict | None = {} if memo else None
     for comp in module.computations:
         yield from _computation(comp, ctx)
         names: set[str] = set()
@@ -69,19 +71,27 @@ def run(module: Module, opts: Any) -> Iterator[Finding]:
                 yield instr, comp, (f"HLO has name that is not unique within computation "
                                     f"{comp.name}: {instr.name}")
             names.add(instr.name)
-            yield from _instruction(instr, comp, opts, ctx)
+            yield from _instruction(instr, comp, opts, ctx, seen)
     if any(_has_buffer(i.shape) for i in module.instructions()):
-        from .buffers import check_buffers
-        yield from check_buffers(module, opts, ctx)
+        yield from buffer_rules(module, opts, ctx)
     yield from module_rules.channels(module)
+    yield from deadlock_rules(module, opts, ctx)
+    yield from module_rules.entry_layout(module, opts)
+    yield from module_rules.aliasing(module, opts)
+    yield from module_rules.layout_constrained_all_reduce(module)
+
+
+def buffer_rules(module: Module, opts: Any, ctx: Context) -> Iterator[Finding]:
+    from .buffers import check_buffers
+    yield from check_buffers(module, opts, ctx)
+
+
+def deadlock_rules(module: Module, opts: Any, ctx: Context) -> Iterator[Finding]:
     if opts.verify_no_collective_deadlocks:
         from .deadlocks import check_deadlocks
         m = check_deadlocks(module, ctx)
         if m:
-            yield None, entry, m
-    yield from module_rules.entry_layout(module, opts)
-    yield from module_rules.aliasing(module, opts)
-    yield from module_rules.layout_constrained_all_reduce(module)
+            yield None, module.entry, m
 
 
 def _computation(comp: Computation, ctx: Context) -> Iterator[Finding]:
@@ -111,8 +121,41 @@ def _async_computation_ok(comp: Computation) -> bool:
     return all(i.opcode == "get-tuple-element" for i in rest)
 
 
+#: Attributes no shape or instruction rule reads.
+_UNREAD_ATTRS = frozenset({"metadata", "backend_config"})
+
+#: Collectives read the module's replica and partition counts.
+_NO_MEMO = frozenset({
+    "all-gather", "all-gather-start", "all-gather-done", "all-reduce", "all-reduce-start",
+    "all-reduce-done", "reduce-scatter", "all-to-all", "ragged-all-to-all",
+    "collective-broadcast", "collective-permute", "collective-permute-start",
+    "collective-permute-done"})
+
+
+def _memo_key(instr: Instruction, ctx: Context) -> tuple | None:
+    """What the shape and instruction rules read from ``instr`` (opcode,
+    shapes of it and its operands, attributes, whether it is fused), or
+    None when they read more (called computations, the module header).
+    Rules that passed for one key pass for every instruction with it."""
+    op = instr.opcode
+    if op in _NO_MEMO:
+        return None
+    attrs = instr.attrs
+    items = []
+    for kv in attrs.items():
+        if type(kv[1]) is not str:
+            return None
+        if kv[0] not in _UNREAD_ATTRS:
+            items.append(kv)
+    return (op, id(instr.shape), tuple([id(o.shape) for o in instr.operands]), tuple(items),
+            instr.parent in ctx.fusion_computations)
+
+
 def _instruction(instr: Instruction, comp: Computation, opts: Any,
-                 ctx: Context) -> Iterator[Finding]:
+                 ctx: Context, memo: dict | None = None) -> Iterator[Finding]:
+    """The per-instruction rules.  ``memo`` (a dict kept across calls with
+    the same ``opts``) remembers attribute and shape combinations that
+    passed the shape and instruction rules, which then are not run again."""
     op = instr.opcode
     for i, o in enumerate(instr.operands):
         if o.parent is not comp:
@@ -146,13 +189,25 @@ def _instruction(instr: Instruction, comp: Computation, opts: Any,
     if op in ("async-start", "async-update", "async-done"):
         for m in _async_op(instr, opts):
             yield instr, comp, m
-    else:
-        for m in check_shape(instr, opts, ctx):
+        for m in check_instruction(instr, opts, ctx):
             yield instr, comp, m
-    for m in check_instruction(instr, opts, ctx):
-        yield instr, comp, m
-    yield from _async_pairs(instr, comp, ctx)
-    yield from _thread_names(instr, comp, opts)
+    else:
+        key = _memo_key(instr, ctx) if memo is not None else None
+        if key is None or key not in memo:
+            found = False
+            for m in check_shape(instr, opts, ctx):
+                found = True
+                yield instr, comp, m
+            for m in check_instruction(instr, opts, ctx):
+                found = True
+                yield instr, comp, m
+            if key is not None and not found:
+                # the value keeps the shapes alive, so their ids stay theirs
+                memo[key] = (instr.shape, [o.shape for o in instr.operands])
+    if _pairs_apply(instr):
+        yield from _async_pairs(instr, comp, ctx)
+    if op in _CALLERS or opts.verify_call_nested_computation_thread_name:
+        yield from _thread_names(instr, comp, opts)
     if "origin" in instr.attrs:
         m = original_value(instr)
         if m:
@@ -194,12 +249,48 @@ _SINGLE_OPERAND = {
 
 
 def _generic(op: str) -> str:
+    return _GENERIC.get(op) or _generic_of(op)
+
+
+_GENERIC: dict[str, str] = {}
+
+
+def _generic_of(op: str) -> str:
     """XLA's opcode for an async sugar op (``custom-call-start`` is an
     async-start)."""
     for kind in ("-start", "-update", "-done"):
         if _is_async(op, (kind,)):
+            _GENERIC[op] = "async" + kind
             return "async" + kind
+    _GENERIC[op] = op
     return op
+
+
+_PLAIN: dict[str, bool] = {}
+_START_UPDATE: dict[str, bool] = {}
+
+
+def _pairs_apply(instr: Instruction) -> bool:
+    """Has ``_async_pairs`` anything to check on ``instr``: is it (or an
+    operand) part of an asynchronous pair?"""
+    op = instr.opcode
+    plain = _PLAIN.get(op)
+    if plain is None:
+        plain = _PLAIN[op] = (_generic(op) == op and op not in _SINGLE_USER
+                              and op not in _SINGLE_OPERAND)
+    if not plain:
+        return True
+    for o in instr.operands:
+        su = _START_UPDATE.get(o.opcode)
+        if su is None:
+            su = _START_UPDATE[o.opcode] = _is_async(o.opcode, ("-start", "-update"))
+        if su:
+            return True
+    return False
+
+
+#: Opcodes ``_thread_names`` checks without the thread-name option.
+_CALLERS = frozenset({"fusion", "while", "conditional"})
 
 
 def _async_pairs(instr: Instruction, comp: Computation, ctx: Context) -> Iterator[Finding]:

@@ -1,0 +1,287 @@
+"""What changed in a module since an earlier look.
+
+Checkers, diffs, dumps and ``--check-changed`` all need the same fact after
+a pass: which instructions and computations are not as they were.
+Printing or verifying a 50k-instruction module again costs far more than
+the passes that changed a handful of its instructions, so they ask a
+:class:`ModuleTracker` and redo only the parts that changed.
+
+``tracker.scan(module)`` records, for every instruction, a *row*: the
+values of everything the printer and the verifier read from the
+instruction itself (name, opcode, shape, parameter number, literal,
+``parent``, the computation it sits in, a copy of ``attrs``, the operand
+list, the number of users and the control predecessors), for every computation its own fields
+(name, ENTRY, execution thread, root, parameters, instruction sequence),
+and the module's header.  It compares them with the rows of the previous
+scan; if anything differs, the generation ``tracker.gen`` goes up by one
+and the difference is logged.  ``tracker.changes_since(g)`` merges the
+log from generation ``g`` on into one :class:`Changes`.
+
+Nothing is trusted: passes may assign ``instr.shape`` or edit
+``instr.attrs`` in place without telling anyone, and a scan still sees it
+(shapes are interned and immutable, so comparing them by identity is
+exact; attribute values are strings, computations or lists of them).
+A scan is a few column-wise passes over the instructions (``map`` with
+``attrgetter`` runs in C) and one row comparison each: several times
+cheaper than printing, verifying or even fingerprinting the module.
+
+``scan(module, token)`` skips the work when ``token`` equals the previous
+scan's (the pipeline runner passes the number of passes it has run, so
+everybody who looks at one module state shares one scan).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from itertools import chain, compress, repeat
+from operator import attrgetter, ne
+from typing import Hashable, Iterable
+
+from .module import Computation, Instruction, Module
+
+_INSTRS = attrgetter("_instructions")
+_BASE = attrgetter("name", "opcode", "shape", "parameter_number", "literal", "parent")
+_ATTRS = attrgetter("attrs")
+_OPERANDS = attrgetter("operands")
+_USERS = attrgetter("_users")
+_CPRED = attrgetter("control_predecessors")
+_COMP = attrgetter("name", "is_entry", "execution_thread", "root", "module")
+_PARAMS = attrgetter("parameters")
+
+#: Row layout (indices into an instruction's row).
+ROW_BASE, ROW_CONTAINER, ROW_ATTRS, ROW_OPERANDS, ROW_USERS, ROW_CPRED = range(6)
+
+
+class Changes:
+    """The difference between two scans of one module.
+
+    ``full``: there is no earlier scan to compare with (everything counts
+    as new).  ``instructions``: added or modified instructions that are in
+    the module now; ``removed``: instructions that were and are not;
+    ``computations``: added computations and those whose own fields or
+    instruction sequence changed; ``removed_computations``; ``header``: the
+    module's own fields (name, schedule, header attributes, aliasing,
+    entry, stack frames); ``order``: the list of computations changed
+    (added, removed or moved); ``calls``: the call graph may have changed
+    (``order``, or a changed, added or removed instruction calls
+    computations).
+    """
+
+    __slots__ = ("full", "instructions", "removed", "computations", "removed_computations",
+                 "header", "order", "calls", "_containers")
+
+    def __init__(self, full: bool = False) -> None:
+        self.full = full
+        self.instructions: set[Instruction] = set()
+        self.removed: set[Instruction] = set()
+        self.computations: set[Computation] = set()
+        self.removed_computations: set[Computation] = set()
+        self.header = False
+        self.order = False
+        self.calls = False
+        #: removed instruction -> the computation it was last seen in
+        self._containers: dict[Instruction, Computation] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.full or self.instructions or self.removed or self.computations
+                    or self.removed_computations or self.header or self.order)
+
+    def __repr__(self) -> str:
+        if self.full:
+            return "<Changes: everything>"
+        return (f"<Changes: {len(self.instructions)} instructions, {len(self.removed)} removed, "
+                f"{len(self.computations)} computations, {len(self.removed_computations)} "
+                f"removed computations{', header' if self.header else ''}"
+                f"{', calls' if self.calls else ''}>")
+
+    def merge(self, other: "Changes") -> None:
+        """Fold ``other`` (a later step) into this one."""
+        self.full |= other.full
+        self.header |= other.header
+        self.order |= other.order
+        self.calls |= other.calls
+        self.instructions |= other.instructions
+        self.removed |= other.removed
+        self.computations |= other.computations
+        self.removed_computations |= other.removed_computations
+        self._containers.update(other._containers)
+
+
+def _has_calls(attrs: dict) -> bool:
+    for v in attrs.values():
+        if isinstance(v, (Computation, list)):
+            return True
+    return False
+
+
+def _same_constant(old: tuple | None, new: tuple) -> bool:
+    """Rows that differ only in a literal object with the same text and
+    shape (a pass that rebuilt a constant's literal changed nothing)."""
+    if old is None:
+        return False
+    a, b = old[ROW_BASE][4], new[ROW_BASE][4]
+    if a is b or a is None or b is None or a.text != b.text or a.shape != b.shape:
+        return False
+    ob, nb = old[ROW_BASE], new[ROW_BASE]
+    return ob[:4] == nb[:4] and ob[5:] == nb[5:] and old[1:] == new[1:]
+
+
+class ModuleTracker:
+    """Per-instruction change detection for one module at a time (see the
+    module docstring).  ``seconds`` accumulates the time spent scanning."""
+
+    def __init__(self) -> None:
+        self.gen = 0
+        self.seconds = 0.0
+        self.scans = 0
+        self._module: Module | None = None
+        self._token: Hashable | None = None
+        self._rows: dict[Instruction, tuple] = {}
+        self._comp_rows: dict[Computation, tuple] = {}
+        self._header: tuple | None = None
+        self._order: tuple = ()
+        #: _log[k] is the change from generation _base + k to _base + k + 1
+        self._log: list[Changes] = []
+        self._base = 0
+        #: Consumers' incremental state (e.g. the verifier's findings),
+        #: keyed by consumer; it lives as long as the tracker.
+        self.cache: dict = {}
+
+    @property
+    def module(self) -> Module | None:
+        return self._module
+
+    def row(self, instr: Instruction) -> tuple | None:
+        """``instr``'s row as of the last scan (None if it was not in the
+        module then)."""
+        return self._rows.get(instr)
+
+    def container(self, instr: Instruction) -> Computation | None:
+        """The computation whose instruction set held ``instr`` at the last
+        scan (``instr.parent`` unless something broke the IR)."""
+        r = self._rows.get(instr)
+        return r[ROW_CONTAINER] if r is not None else None
+
+    # -- scanning ----------------------------------------------------------------
+    def scan(self, module: Module, token: Hashable | None = None) -> int:
+        """Bring the tracker up to date with ``module``; returns the
+        generation.  With a ``token`` equal to the previous scan's (and the
+        same module) nothing is scanned."""
+        if token is not None and module is self._module and token == self._token:
+            return self.gen
+        t = time.process_time()
+        # The rows are hundreds of thousands of small containers that live
+        # until the next scan: keep the cyclic GC from walking them while
+        # they are built (they hold no cycles).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._scan(module)
+        finally:
+            if enabled:
+                gc.enable()
+        self._token = token
+        self.scans += 1
+        self.seconds += time.process_time() - t
+        return self.gen
+
+    def _scan(self, module: Module) -> None:
+        comps = module.computations
+        seqs = list(map(tuple, map(_INSTRS, comps)))
+        instrs = list(chain.from_iterable(seqs))
+        containers = chain.from_iterable(map(repeat, comps, map(len, seqs)))
+        rows = list(zip(map(_BASE, instrs), containers, map(dict.copy, map(_ATTRS, instrs)),
+                        map(tuple, map(_OPERANDS, instrs)), map(len, map(_USERS, instrs)),
+                        map(tuple, map(_CPRED, instrs))))
+        new_rows = dict(zip(instrs, rows))
+        comp_rows = dict(zip(comps, zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
+                                        seqs)))
+        sf = module.stack_frames
+        header = (module.name, module.is_scheduled, tuple(module.header_attrs.items()),
+                  tuple(module.input_output_alias), tuple(module.buffer_donor), module.entry,
+                  module.compact_gte,
+                  None if sf is None else tuple((k, tuple(v)) for k, v in sf.items()))
+        order = tuple(comps)
+        if module is not self._module:
+            self.cache.clear()
+            self._module = module
+            self._rows, self._comp_rows, self._header = new_rows, comp_rows, header
+            self._order = order
+            self._log = []
+            self.gen += 1
+            self._base = self.gen
+            return
+        old = self._rows
+        get = old.get
+        ch = Changes()
+        changed = list(compress(instrs, map(ne, map(get, instrs), rows)))
+        if changed:
+            changed = [i for i in changed if not _same_constant(get(i), new_rows[i])]
+        # Every unchanged instruction was there before, so with nothing
+        # changed and the same count nothing can have gone.
+        removed = list(old.keys() - new_rows.keys()) if changed or len(old) != len(new_rows) \
+            else []
+        ch.instructions = set(changed)
+        ch.removed = set(removed)
+        for i in removed:
+            ch._containers[i] = old[i][ROW_CONTAINER]
+        cget = self._comp_rows.get
+        ch.computations = {c for c, r in comp_rows.items() if cget(c) != r}
+        ch.removed_computations = set(self._comp_rows.keys() - comp_rows.keys())
+        ch.header = header != self._header
+        ch.order = order != self._order
+        if ch.removed_computations or ch.order \
+                or any(c not in self._comp_rows for c in ch.computations):
+            ch.calls = True
+        else:
+            for i in changed:
+                r = get(i)
+                if _has_calls(new_rows[i][ROW_ATTRS]) or (r is not None
+                                                          and _has_calls(r[ROW_ATTRS])):
+                    ch.calls = True
+                    break
+            else:
+                ch.calls = any(_has_calls(old[i][ROW_ATTRS]) for i in removed)
+        self._rows, self._comp_rows, self._header = new_rows, comp_rows, header
+        self._order = order
+        if ch:
+            self._log.append(ch)
+            self.gen += 1
+
+    # -- queries ---------------------------------------------------------------------
+    def changes_since(self, gen: int | None) -> Changes:
+        """Everything that changed from generation ``gen`` to now (``full``
+        when ``gen`` is None or older than the module the tracker follows)."""
+        if gen is None or gen < self._base or gen > self.gen:
+            return Changes(full=True)
+        out = Changes()
+        for ch in self._log[gen - self._base:]:
+            out.merge(ch)
+        live = self._rows
+        comps = self._comp_rows
+        gone = {i for i in out.instructions if i not in live}
+        back = {i for i in out.removed if i in live}
+        if gone or back:
+            out.removed = (out.removed - back) | gone
+            out.instructions = (out.instructions - gone) | back
+        out.removed_computations = {c for c in out.removed_computations if c not in comps}
+        out.computations = {c for c in out.computations if c in comps}
+        out._containers = {i: c for i, c in out._containers.items() if i in out.removed}
+        return out
+
+    def touched(self, changes: Changes) -> set[Computation]:
+        """Computations that contain or contained a changed or removed
+        instruction, or changed themselves (``changes`` from this tracker)."""
+        rows = self._rows
+        out = set(changes.computations)
+        out.update(rows[i][ROW_CONTAINER] for i in changes.instructions if i in rows)
+        out.update(changes._containers.values())
+        return out
+
+    def instructions(self) -> Iterable[Instruction]:
+        """The instructions of the last scan."""
+        return self._rows.keys()
+
+
+__all__ = ["Changes", "ModuleTracker"]

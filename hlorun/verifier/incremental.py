@@ -1,0 +1,310 @@
+"""The HloVerifier rules re-run on what changed.
+
+After a pass changes a few instructions of a 50k-instruction module, the
+verifier need not look at the rest again: its findings there are the
+ones it had.  :func:`run_changes` keeps the findings of the last run per
+instruction and per computation (in the tracker's ``cache``), asks the
+:class:`~hlorun.ir.changes.ModuleTracker` what changed since, re-runs the
+rules whose inputs may have changed and returns exactly the findings
+:func:`hlorun.verifier.module.run` would return, in the same order.
+
+What a rule on instruction ``x`` reads, and so when it is run again:
+
+* ``x`` itself (the tracker's row: name, opcode, shape, attributes,
+  operands, number of users, control predecessors, computation);
+* its operands, users and control predecessors/successors (shapes,
+  opcodes, computations, user lists): rerun for every neighbour of a
+  changed instruction, and for the former users of removed ones;
+* the computations it calls (signatures, roots, contents, sharding, e.g.
+  a fusion's parameters and unused instructions): rerun every caller
+  (before and after) of a computation that changed in any way;
+* the call graph (callers of a fused computation, whether its computation
+  is fused or asynchronous): rebuilt when the call graph may have changed,
+  and every instruction of a computation whose role changed is rerun;
+* its computation's own fields (name, thread, ENTRY, root): all its
+  instructions are rerun when one changes (the old and new root when the
+  root moves);
+* asynchronous chains (start/update/done walk each other): a change to
+  any member reruns every asynchronous instruction of that computation;
+* the module header (replica and partition counts): everything is rerun.
+
+Name uniqueness is recomputed for each computation that changed; the
+module-level rules (entry layout, aliasing) always run, send/recv
+channels and layout-constrained all-reduces when one of their
+instructions is involved, buffer rules whenever the module has buffers
+and the deadlock rule whenever it is enabled.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Iterable, Iterator
+
+from ..ir.changes import Changes, ModuleTracker
+from ..ir.module import Computation, Instruction, Module
+from ..ir.opcode import split_async_sugar
+from . import module_rules
+from .module import (Context, Finding, _computation, _context, _has_buffer, _instruction,
+                     buffer_rules, deadlock_rules)
+
+_CHANNEL_OPS = frozenset({"send", "recv", "send-done", "recv-done"})
+_ALL_REDUCE = frozenset({"all-reduce", "all-reduce-start"})
+_GENERIC_ASYNC = frozenset({"async-start", "async-update", "async-done"})
+
+
+@lru_cache(maxsize=None)
+def _is_asyncish(op: str) -> bool:
+    return op in _GENERIC_ASYNC or split_async_sugar(op) is not None
+
+
+def _comp_info(c: Computation) -> tuple:
+    return (c.name, c.is_entry, c.execution_thread, c.module, c.root)
+
+
+class _State:
+    """The findings of the last run, split so that parts can be redone."""
+
+    def __init__(self, module: Module, gen: int) -> None:
+        self.module = module
+        self.gen = gen
+        self.ctx = Context()
+        self.comp_info: dict[Computation, tuple] = {}
+        self.comp_f: dict[Computation, list[Finding]] = {}
+        self.dup_f: dict[Computation, dict[Instruction, Finding]] = {}
+        self.inst_f: dict[Instruction, list[Finding]] = {}
+        self.channel_instrs: set[Instruction] = set()
+        self.all_reduces: set[Instruction] = set()
+        self.has_buffer = False
+        #: rule results by content (:func:`hlorun.verifier.module._memo_key`)
+        self.memo: dict = {}
+        self.buffers_f: list[Finding] = []
+        self.channels_f: list[Finding] = []
+        self.lcar_f: list[Finding] = []
+
+
+def _names(comp: Computation) -> dict[Instruction, Finding]:
+    out: dict[Instruction, Finding] = {}
+    names: set[str] = set()
+    for instr in comp._instructions:
+        if instr.name in names:
+            out[instr] = (instr, comp, (f"HLO has name that is not unique within computation "
+                                        f"{comp.name}: {instr.name}"))
+        names.add(instr.name)
+    return out
+
+
+def _full(module: Module, opts: Any, gen: int) -> _State:
+    st = _State(module, gen)
+    ctx = st.ctx = _context(module)
+    for comp in module.computations:
+        st.comp_info[comp] = _comp_info(comp)
+        f = list(_computation(comp, ctx))
+        if f:
+            st.comp_f[comp] = f
+        dups = _names(comp)
+        if dups:
+            st.dup_f[comp] = dups
+        memo = st.memo
+        for instr in comp._instructions:
+            f = list(_instruction(instr, comp, opts, ctx, memo))
+            if f:
+                st.inst_f[instr] = f
+            op = instr.opcode
+            if op in _CHANNEL_OPS:
+                st.channel_instrs.add(instr)
+            elif op in _ALL_REDUCE:
+                st.all_reduces.add(instr)
+    st.has_buffer = any(_has_buffer(i.shape) for i in module.instructions())
+    _module_level(st, module, opts, channels=True, all_reduces=True)
+    return st
+
+
+def _module_level(st: _State, module: Module, opts: Any, channels: bool,
+                  all_reduces: bool) -> None:
+    st.buffers_f = list(buffer_rules(module, opts, st.ctx)) if st.has_buffer else []
+    if channels:
+        st.channels_f = list(module_rules.channels(module))
+    if all_reduces:
+        st.lcar_f = list(module_rules.layout_constrained_all_reduce(module))
+
+
+def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleTracker) -> None:
+    old_ctx = st.ctx
+    ctx = _context(module) if ch.calls else old_ctx
+    st.ctx = ctx
+    redo: set[Instruction] = set(ch.instructions)
+    for i in ch.instructions:
+        redo.update(i.operands)
+        redo.update(i._users)
+        redo.update(i.control_predecessors)
+        redo.update(i.control_successors)
+    for i in ch.removed:
+        redo.update(i._users)
+        redo.update(i.control_successors)
+    touched = tracker.touched(ch) | ch.removed_computations
+    whole: set[Computation] = set()  # computations to redo entirely
+    for c in ch.computations:
+        info = _comp_info(c)
+        old = st.comp_info.get(c)
+        st.comp_info[c] = info
+        if old is None or old[:4] != info[:4]:
+            whole.add(c)
+            if old is not None and old[0] != info[0]:
+                for i in c._instructions:
+                    redo.update(i._users)
+        elif old[4] is not info[4]:
+            for r in (old[4], info[4]):
+                if r is not None:
+                    redo.add(r)
+    for c in ch.removed_computations:
+        st.comp_info.pop(c, None)
+        st.comp_f.pop(c, None)
+        st.dup_f.pop(c, None)
+    if ch.calls:
+        comps = set(old_ctx.callers) | set(ctx.callers) | old_ctx.fusion_computations \
+            | ctx.fusion_computations | old_ctx.async_computations | ctx.async_computations
+        for c in comps:
+            if (old_ctx.callers.get(c) != ctx.callers.get(c)
+                    or (c in old_ctx.fusion_computations) != (c in ctx.fusion_computations)
+                    or (c in old_ctx.async_computations) != (c in ctx.async_computations)):
+                touched.add(c)
+                whole.add(c)
+    # Callers see their callees' signatures and contents.
+    async_comps: set[Computation] = set()
+    for c in touched:
+        for callers in (old_ctx.callers.get(c, ()), ctx.callers.get(c, ())):
+            for caller in callers:
+                redo.add(caller)
+                if _is_asyncish(caller.opcode) and caller.parent is not None:
+                    async_comps.add(caller.parent)
+    for c in whole:
+        if c.module is module:
+            redo.update(c._instructions)
+    for i in list(redo) + list(ch.removed):
+        if _is_asyncish(i.opcode):
+            c = tracker.container(i) or i.parent
+            if c is not None:
+                async_comps.add(c)
+    for c in async_comps:
+        redo.update(i for i in c._instructions if _is_asyncish(i.opcode))
+    # Per-instruction rules.
+    inst_f = st.inst_f
+    channel = all_reduce = False
+    for i in ch.removed:
+        inst_f.pop(i, None)
+        if i in st.channel_instrs:
+            st.channel_instrs.discard(i)
+            channel = True
+        if i in st.all_reduces:
+            st.all_reduces.discard(i)
+            all_reduce = True
+    container = tracker.container
+    memo = st.memo
+    for i in redo:
+        comp = container(i)
+        if comp is None:  # not in the module (a stale neighbour)
+            inst_f.pop(i, None)
+            continue
+        f = list(_instruction(i, comp, opts, ctx, memo))
+        if f:
+            inst_f[i] = f
+        else:
+            inst_f.pop(i, None)
+        op = i.opcode
+        if op in _CHANNEL_OPS or i in st.channel_instrs:
+            channel = True
+            if op in _CHANNEL_OPS:
+                st.channel_instrs.add(i)
+            else:
+                st.channel_instrs.discard(i)
+        if op in _ALL_REDUCE or i in st.all_reduces:
+            all_reduce = True
+            if op in _ALL_REDUCE:
+                st.all_reduces.add(i)
+            else:
+                st.all_reduces.discard(i)
+    # Per-computation rules and names.
+    redo_comps = touched | whole
+    if ch.calls:
+        redo_comps = set(module.computations)
+    for c in redo_comps:
+        if c.module is not module or c not in st.comp_info:
+            continue
+        f = list(_computation(c, ctx))
+        if f:
+            st.comp_f[c] = f
+        else:
+            st.comp_f.pop(c, None)
+    for c in touched | whole:
+        if c.module is not module or c not in st.comp_info:
+            continue
+        dups = _names(c)
+        if dups:
+            st.dup_f[c] = dups
+        else:
+            st.dup_f.pop(c, None)
+    if st.has_buffer:
+        st.has_buffer = any(_has_buffer(i.shape) for i in module.instructions())
+    else:
+        st.has_buffer = any(_has_buffer(i.shape) for i in ch.instructions)
+    _module_level(st, module, opts, channel, all_reduce)
+
+
+def _findings(st: _State, module: Module, opts: Any) -> Iterator[Finding]:
+    """Everything, in the order of :func:`hlorun.verifier.module.run`."""
+    entry = module.entry
+    if entry in st.ctx.fusion_computations:
+        yield None, entry, "Module entry computation cannot be a fusion computation"
+    if st.comp_f or st.dup_f or st.inst_f:
+        comp_f, dup_f, inst_f = st.comp_f, st.dup_f, st.inst_f
+        for comp in module.computations:
+            yield from comp_f.get(comp, ())
+            dups = dup_f.get(comp)
+            if dups is None and not inst_f:
+                continue
+            for instr in comp._instructions:
+                if dups is not None:
+                    d = dups.get(instr)
+                    if d is not None:
+                        yield d
+                f = inst_f.get(instr)
+                if f is not None:
+                    yield from f
+    yield from st.buffers_f
+    yield from st.channels_f
+    yield from deadlock_rules(module, opts, st.ctx)
+    yield from module_rules.entry_layout(module, opts)
+    yield from module_rules.aliasing(module, opts)
+    yield from st.lcar_f
+
+
+def run_changes(module: Module, opts: Any, tracker: ModuleTracker) -> Iterable[Finding]:
+    """The findings of :func:`hlorun.verifier.module.run` on ``module``,
+    which ``tracker`` has just scanned, re-running only what changed since
+    the last call with the same ``opts`` and tracker."""
+    if module.entry is None:
+        tracker.cache.pop(("hlo-verifier", opts), None)
+        return [(None, None, "module has no entry computation")]
+    key = ("hlo-verifier", opts)
+    if tracker.module is not module:  # not following this module: no state to keep
+        return list(_findings(_full(module, opts, 0), module, opts))
+    st: _State | None = tracker.cache.get(key)
+    gen = tracker.gen
+    if st is None or st.module is not module:
+        st = None
+    elif st.gen != gen:
+        ch = tracker.changes_since(st.gen)
+        if ch.full or ch.header:
+            st = None
+        else:
+            tracker.cache.pop(key, None)  # half-updated state must not survive an exception
+            _update(st, module, opts, ch, tracker)
+            st.gen = gen
+    if st is None:
+        tracker.cache.pop(key, None)
+        st = _full(module, opts, gen)
+    tracker.cache[key] = st
+    return list(_findings(st, module, opts))
+
+
+__all__ = ["run_changes"]
