@@ -87,6 +87,8 @@ class CompileSession:
     explanations: list[Any] = field(default_factory=list)
     #: Clock for all timings (bench/compile.py uses time.process_time).
     clock: Any = time.perf_counter
+    #: Checkers re-examine only what changed (RunOptions.incremental_checks).
+    incremental_checks: bool = True
     #: Filled by run(): the result and the repro bundle (if written).
     result: PipelineResult | None = None
     repro: dict[str, Any] | None = None
@@ -135,6 +137,7 @@ class CompileSession:
                           disable=self.disable, enable_only=self.enable_only,
                           disable_all=self.disable_all, pass_limit=self.pass_limit,
                           keep_going=self.keep_going, clock=self.clock,
+                          incremental_checks=self.incremental_checks,
                           listeners=list(listeners) + list(self.extra_listeners))
 
     # -- running ---------------------------------------------------------------------

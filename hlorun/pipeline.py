@@ -63,6 +63,9 @@ class RunOptions:
     disable_all: bool = False
     pass_limit: int | None = None
     keep_going: bool = False
+    #: Checkers re-examine only what changed since their last run
+    #: (``Checker.check_changes``); False runs ``check`` on the whole module.
+    incremental_checks: bool = True
     #: Overrides the pipeline's ``target:`` when given.
     target: Target | None = None
     listeners: Sequence["Listener"] = ()
@@ -139,10 +142,12 @@ class PipelineRunner:
         t = self.clock()
         out: list[Diagnostic] = []
         tracker = self.tracker
-        tracker.scan(module, self.scan_token)
+        if self.options.incremental_checks:
+            tracker.scan(module, self.scan_token)
         for ch in checkers:
             try:
-                check = getattr(ch, "check_changes", None)
+                check = getattr(ch, "check_changes", None) if self.options.incremental_checks \
+                    else None
                 out.extend(check(module, tracker) if check is not None else ch.check(module))
             except Exception as e:  # the contract says never raise; report, don't crash
                 out.append(Diagnostic(rule=getattr(ch, "name", type(ch).__name__),

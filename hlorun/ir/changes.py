@@ -10,7 +10,7 @@ the passes that changed a handful of its instructions, so they ask a
 values of everything the printer and the verifier read from the
 instruction itself (name, opcode, shape, parameter number, literal,
 ``parent``, the computation it sits in, a copy of ``attrs``, the operand
-list, the number of users and the control predecessors), for every computation its own fields
+list, the users and the control predecessors), for every computation its own fields
 (name, ENTRY, execution thread, root, parameters, instruction sequence),
 and the module's header.  It compares them with the rows of the previous
 scan; if anything differs, the generation ``tracker.gen`` goes up by one
@@ -69,7 +69,7 @@ class Changes:
     """
 
     __slots__ = ("full", "instructions", "removed", "computations", "removed_computations",
-                 "header", "order", "calls", "_containers")
+                 "header", "order", "calls", "old_rows", "_containers")
 
     def __init__(self, full: bool = False) -> None:
         self.full = full
@@ -80,6 +80,9 @@ class Changes:
         self.header = False
         self.order = False
         self.calls = False
+        #: changed or removed instruction -> its row at the start (None
+        #: for instructions added since)
+        self.old_rows: dict[Instruction, tuple] = {}
         #: removed instruction -> the computation it was last seen in
         self._containers: dict[Instruction, Computation] = {}
 
@@ -106,6 +109,8 @@ class Changes:
         self.computations |= other.computations
         self.removed_computations |= other.removed_computations
         self._containers.update(other._containers)
+        for i, r in other.old_rows.items():
+            self.old_rows.setdefault(i, r)
 
 
 def _has_calls(attrs: dict) -> bool:
@@ -192,7 +197,7 @@ class ModuleTracker:
         instrs = list(chain.from_iterable(seqs))
         containers = chain.from_iterable(map(repeat, comps, map(len, seqs)))
         rows = list(zip(map(_BASE, instrs), containers, map(dict.copy, map(_ATTRS, instrs)),
-                        map(tuple, map(_OPERANDS, instrs)), map(len, map(_USERS, instrs)),
+                        map(tuple, map(_OPERANDS, instrs)), map(tuple, map(_USERS, instrs)),
                         map(tuple, map(_CPRED, instrs))))
         new_rows = dict(zip(instrs, rows))
         comp_rows = dict(zip(comps, zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
@@ -224,8 +229,14 @@ class ModuleTracker:
             else []
         ch.instructions = set(changed)
         ch.removed = set(removed)
+        old_rows = ch.old_rows
+        for i in changed:
+            r = get(i)
+            if r is not None:
+                old_rows[i] = r
         for i in removed:
-            ch._containers[i] = old[i][ROW_CONTAINER]
+            r = old_rows[i] = old[i]
+            ch._containers[i] = r[ROW_CONTAINER]
         cget = self._comp_rows.get
         ch.computations = {c for c, r in comp_rows.items() if cget(c) != r}
         ch.removed_computations = set(self._comp_rows.keys() - comp_rows.keys())

@@ -11,10 +11,15 @@ rules whose inputs may have changed and returns exactly the findings
 What a rule on instruction ``x`` reads, and so when it is run again:
 
 * ``x`` itself (the tracker's row: name, opcode, shape, attributes,
-  operands, number of users, control predecessors, computation);
+  operands, users, control predecessors, computation);
 * its operands, users and control predecessors/successors (shapes,
-  opcodes, computations, user lists): rerun for every neighbour of a
-  changed instruction, and for the former users of removed ones;
+  opcodes, computations, user lists): rerun for every neighbour, old and
+  new, of a changed or removed instruction;
+* links that only one side records (an operand that does not list ``x``
+  as a user, a user that does not have ``x`` as an operand, a control
+  predecessor): ``x`` *watches* what it reads through them (the operands
+  of an instruction with findings, the control predecessors, the users of
+  an instruction whose rules read users) and is rerun when one changes;
 * the computations it calls (signatures, roots, contents, sharding, e.g.
   a fusion's parameters and unused instructions): rerun every caller
   (before and after) of a computation that changed in any way;
@@ -24,28 +29,34 @@ What a rule on instruction ``x`` reads, and so when it is run again:
 * its computation's own fields (name, thread, ENTRY, root): all its
   instructions are rerun when one changes (the old and new root when the
   root moves);
-* asynchronous chains (start/update/done walk each other): a change to
-  any member reruns every asynchronous instruction of that computation;
-* the module header (replica and partition counts): everything is rerun.
+* asynchronous chains (start/update/done walk each other and read what the
+  start calls): every asynchronous instruction of the module is rerun when
+  one of them or a neighbour changes, or a computation one of them called;
+* the module header (replica and partition counts, entry, layouts):
+  everything is rerun.
 
 Name uniqueness is recomputed for each computation that changed; the
 module-level rules (entry layout, aliasing) always run, send/recv
 channels and layout-constrained all-reduces when one of their
 instructions is involved, buffer rules whenever the module has buffers
-and the deadlock rule whenever it is enabled.
+and the deadlock rule whenever it is enabled.  Random edits of every kind
+(tests/verifier/test_incremental.py) check that the findings equal a full
+run's.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import chain
 from typing import Any, Iterable, Iterator
 
-from ..ir.changes import Changes, ModuleTracker
+from ..ir.changes import (ROW_BASE, ROW_CPRED, ROW_OPERANDS, ROW_USERS, Changes,
+                          ModuleTracker)
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import split_async_sugar
 from . import module_rules
 from .module import (Context, Finding, _computation, _context, _has_buffer, _instruction,
-                     buffer_rules, deadlock_rules)
+                     buffer_rules, deadlock_rules, reads_users)
 
 _CHANNEL_OPS = frozenset({"send", "recv", "send-done", "recv-done"})
 _ALL_REDUCE = frozenset({"all-reduce", "all-reduce-start"})
@@ -73,13 +84,54 @@ class _State:
         self.dup_f: dict[Computation, dict[Instruction, Finding]] = {}
         self.inst_f: dict[Instruction, list[Finding]] = {}
         self.channel_instrs: set[Instruction] = set()
+        #: asynchronous instructions in the module, and every computation
+        #: one of them (ever) called
+        self.asyncish: set[Instruction] = set()
+        self.async_callees: set[Computation] = set()
         self.all_reduces: set[Instruction] = set()
+        #: x -> instructions whose rules read x though x may not list them
+        #: as users (operands of instructions with findings: broken use-def
+        #: links; control predecessors)
+        self.watch: dict[Instruction, set[Instruction]] = {}
+        self.watching: dict[Instruction, tuple] = {}
         self.has_buffer = False
         #: rule results by content (:func:`hlorun.verifier.module._memo_key`)
         self.memo: dict = {}
         self.buffers_f: list[Finding] = []
         self.channels_f: list[Finding] = []
         self.lcar_f: list[Finding] = []
+
+
+def _set_watch(st: _State, y: Instruction, findings: bool) -> None:
+    """Record what ``y``'s rules read through links that may be one-sided:
+    its operands when it has findings (a use-def link may be broken), its
+    control predecessors, and its users when its rules read them (a user
+    may not list ``y`` as an operand)."""
+    old = st.watching.pop(y, None)
+    if old:
+        for x in old:
+            s = st.watch.get(x)
+            if s is not None:
+                s.discard(y)
+    targets = tuple(y.control_predecessors)
+    if findings:
+        targets += tuple(y.operands)
+    if reads_users(y.opcode):
+        targets += tuple(y._users)
+    if targets:
+        st.watching[y] = targets
+        for x in targets:
+            s = st.watch.get(x)
+            if s is None:
+                s = st.watch[x] = set()
+            s.add(y)
+
+
+def _unwatch(st: _State, y: Instruction) -> None:
+    for x in st.watching.pop(y, ()):
+        s = st.watch.get(x)
+        if s is not None:
+            s.discard(y)
 
 
 def _names(comp: Computation) -> dict[Instruction, Finding]:
@@ -109,11 +161,16 @@ def _full(module: Module, opts: Any, gen: int) -> _State:
             f = list(_instruction(instr, comp, opts, ctx, memo))
             if f:
                 st.inst_f[instr] = f
+            if f or instr.control_predecessors or reads_users(instr.opcode):
+                _set_watch(st, instr, bool(f))
             op = instr.opcode
             if op in _CHANNEL_OPS:
                 st.channel_instrs.add(instr)
             elif op in _ALL_REDUCE:
                 st.all_reduces.add(instr)
+            elif _is_asyncish(op):
+                st.asyncish.add(instr)
+                st.async_callees.update(instr.called_computations())
     st.has_buffer = any(_has_buffer(i.shape) for i in module.instructions())
     _module_level(st, module, opts, channels=True, all_reduces=True)
     return st
@@ -141,6 +198,16 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     for i in ch.removed:
         redo.update(i._users)
         redo.update(i.control_successors)
+    for r in ch.old_rows.values():  # former neighbours
+        redo.update(r[ROW_OPERANDS])
+        redo.update(r[ROW_USERS])
+        redo.update(r[ROW_CPRED])
+    watch = st.watch
+    if watch:  # readers through links the users lists may not show
+        for i in ch.instructions:
+            redo.update(watch.get(i, ()))
+        for i in ch.removed:
+            redo.update(watch.get(i, ()))
     touched = tracker.touched(ch) | ch.removed_computations
     whole: set[Computation] = set()  # computations to redo entirely
     for c in ch.computations:
@@ -149,9 +216,10 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         st.comp_info[c] = info
         if old is None or old[:4] != info[:4]:
             whole.add(c)
-            if old is not None and old[0] != info[0]:
+            if old is not None and old[0] != info[0]:  # renamed: messages name it
                 for i in c._instructions:
                     redo.update(i._users)
+                    redo.update(st.watch.get(i, ()))
         elif old[4] is not info[4]:
             for r in (old[4], info[4]):
                 if r is not None:
@@ -170,28 +238,25 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
                 touched.add(c)
                 whole.add(c)
     # Callers see their callees' signatures and contents.
-    async_comps: set[Computation] = set()
     for c in touched:
         for callers in (old_ctx.callers.get(c, ()), ctx.callers.get(c, ())):
-            for caller in callers:
-                redo.add(caller)
-                if _is_asyncish(caller.opcode) and caller.parent is not None:
-                    async_comps.add(caller.parent)
+            redo.update(callers)
     for c in whole:
         if c.module is module:
             redo.update(c._instructions)
-    for i in list(redo) + list(ch.removed):
-        if _is_asyncish(i.opcode):
-            c = tracker.container(i) or i.parent
-            if c is not None:
-                async_comps.add(c)
-    for c in async_comps:
-        redo.update(i for i in c._instructions if _is_asyncish(i.opcode))
+    # Asynchronous chains read each other and what their starts call.
+    if st.asyncish and (not touched.isdisjoint(st.async_callees) or any(
+            _is_asyncish(i.opcode) for i in chain(redo, ch.removed))
+            or any(_is_asyncish(r[ROW_BASE][1]) for r in ch.old_rows.values())):
+        redo.update(st.asyncish)
     # Per-instruction rules.
     inst_f = st.inst_f
     channel = all_reduce = False
     for i in ch.removed:
         inst_f.pop(i, None)
+        st.asyncish.discard(i)
+        if i in st.watching:
+            _unwatch(st, i)
         if i in st.channel_instrs:
             st.channel_instrs.discard(i)
             channel = True
@@ -204,13 +269,22 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         comp = container(i)
         if comp is None:  # not in the module (a stale neighbour)
             inst_f.pop(i, None)
+            _unwatch(st, i)
+            st.asyncish.discard(i)
             continue
         f = list(_instruction(i, comp, opts, ctx, memo))
         if f:
             inst_f[i] = f
         else:
             inst_f.pop(i, None)
+        if f or i.control_predecessors or i in st.watching or reads_users(i.opcode):
+            _set_watch(st, i, bool(f))
         op = i.opcode
+        if _is_asyncish(op):
+            st.asyncish.add(i)
+            st.async_callees.update(i.called_computations())
+        else:
+            st.asyncish.discard(i)
         if op in _CHANNEL_OPS or i in st.channel_instrs:
             channel = True
             if op in _CHANNEL_OPS:

@@ -270,6 +270,16 @@ _PLAIN: dict[str, bool] = {}
 _START_UPDATE: dict[str, bool] = {}
 
 
+def reads_users(op: str) -> bool:
+    """Do the rules on an ``op`` instruction read its users (asynchronous
+    pairs, send/recv channels)?"""
+    plain = _PLAIN.get(op)
+    if plain is None:
+        plain = _PLAIN[op] = (_generic(op) == op and op not in _SINGLE_USER
+                              and op not in _SINGLE_OPERAND)
+    return not plain or op in ("send", "recv")
+
+
 def _pairs_apply(instr: Instruction) -> bool:
     """Has ``_async_pairs`` anything to check on ``instr``: is it (or an
     operand) part of an asynchronous pair?"""
