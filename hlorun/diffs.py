@@ -101,7 +101,14 @@ def _opcodes(a: list[str], b: list[str], a0: int, b0: int, out: list) -> None:
         if anchors:
             pi = pj = 0
             for i, j in anchors:
-                _opcodes(am[pi:i], bm[pj:j], ma + pi, mb + pj, out)
+                # Most anchors follow each other: only gaps with lines on
+                # both sides need a diff of their own.
+                if i > pi and j > pj:
+                    _opcodes(am[pi:i], bm[pj:j], ma + pi, mb + pj, out)
+                elif i > pi:
+                    out.append(("delete", ma + pi, ma + i, mb + pj, mb + pj))
+                elif j > pj:
+                    out.append(("insert", ma + pi, ma + pi, mb + pj, mb + j))
                 out.append(("equal", ma + i, ma + i + 1, mb + j, mb + j + 1))
                 pi, pj = i + 1, j + 1
             _opcodes(am[pi:], bm[pj:], ma + pi, mb + pj, out)

@@ -48,6 +48,7 @@ class SnapshotCache:
         self._tracker = tracker or ModuleTracker()
         self._run: Any = None
         self._forms: dict[tuple, _Form] = {}
+        self._order_memo: tuple | None = None
         self.printed = 0  # computations put together again (statistics)
         self.reused = 0  # computations reused
         self.lines_printed = 0  # instruction lines printed
@@ -87,6 +88,17 @@ class SnapshotCache:
         f.gen = tracker.gen
         f.state = state if state is not None else object()
         return f.out
+
+    def _print_order(self, module: Module, tracker: ModuleTracker) -> list[Computation]:
+        """``module.print_order()``, computed once per module state for
+        all forms (the tracker has just scanned ``module``)."""
+        memo = self._order_memo
+        if memo is not None and memo[0] is module and memo[1] is tracker \
+                and memo[2] == tracker.gen:
+            return memo[3]
+        order = module.print_order()
+        self._order_memo = (module, tracker, tracker.gen, order)
+        return order
 
     def _update(self, f: _Form, module: Module, form: str, tracker: ModuleTracker) -> None:
         opts = PRESETS[form]
@@ -131,7 +143,7 @@ class SnapshotCache:
                     lines.clear()
                     dirty = set(comps)
         if ch is None or ch.full or ch.calls or ch.header:
-            f.order = module.print_order()
+            f.order = self._print_order(module, tracker)
         scheduled = module.is_scheduled
         cache = f.comps
         for c in dirty:

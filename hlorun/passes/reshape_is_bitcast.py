@@ -24,17 +24,39 @@ class ReshapeIsBitcast(Checker):
     name = "reshape-is-bitcast"
 
     def check(self, module: Module) -> list[Diagnostic]:
-        from .dfs_rewrite import nonfusion_computations
         out: list[Diagnostic] = []
         try:
+            # One sweep for the offending reshapes and the fused computations;
+            # the post order (MakeNonfusionComputations, the order of the
+            # findings) is only built when there is something to report.
+            fused: set = set()
+            reshapes: list = []
+            for comp in module.computations:
+                for instr in comp._instructions:
+                    op = instr.opcode
+                    if op == "fusion":
+                        c = instr.fused_computation
+                        if c is not None:
+                            fused.add(c)
+                    elif op == "reshape" and instr.operands:
+                        reshapes.append((comp, instr))
+            bad = []
+            for comp, instr in reshapes:
+                if comp in fused:
+                    continue
+                s, s0 = instr.shape, instr.operands[0].shape
+                if s.is_array and s0.is_array and not reshape_is_bitcast(s, s0):
+                    bad.append(instr)
+            if not bad:
+                return out
+            from .dfs_rewrite import nonfusion_computations
+            flagged = set(bad)
             for comp in nonfusion_computations(module):
                 for instr in comp._instructions:
-                    if instr.opcode != "reshape" or not instr.operands:
+                    if instr not in flagged:
                         continue
                     operand = instr.operands[0]
                     s, s0 = instr.shape, operand.shape
-                    if not (s.is_array and s0.is_array) or reshape_is_bitcast(s, s0):
-                        continue
                     out.append(self.diag(
                         module, instr,
                         f"RET_CHECK failure (xla/service/layout_normalization.cc:429) "
