@@ -61,7 +61,8 @@ def run_once(path: str, pipeline: str | None, check_changed: bool):
             "listeners": dict(r.listener_seconds), "machinery": r.machinery_seconds,
             "pipeline_total": r.seconds, "code": code, "events": len(r.events),
             "changed": sum(e.changed for e in r.events), "instructions": r.instructions_before,
-            "after": r.module.instruction_count, "dumps": n_dumps, "diff_lines": diff_lines}
+            "after": r.module.instruction_count, "dumps": n_dumps, "diff_lines": diff_lines,
+            "slowest": sorted(((e.seconds, e.path) for e in r.events), reverse=True)[:3]}
 
 
 def main(argv=None) -> int:
@@ -93,6 +94,8 @@ def main(argv=None) -> int:
         print(f"    fingerprints (--check-changed)  {r['fingerprints']:7.3f} s")
         for k, v in sorted(r["listeners"].items()):
             print(f"    {k:31} {v:7.3f} s")
+        slow = ", ".join(f"{p} {t:.2f}" for t, p in r["slowest"])
+        print(f"  slowest passes (s): {slow}")
         print(f"  machinery without fingerprints    {r['machinery'] - r['fingerprints']:7.3f} s"
               f"  ({(r['machinery'] - r['fingerprints']) / max(r['passes'], 1e-9):.2f}x the passes)")
     return 0
