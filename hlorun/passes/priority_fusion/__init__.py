@@ -95,6 +95,11 @@ class _Queue:
         self.prio: dict[Instruction, float] = {}
         self.reported_ineligible: set[tuple[str, str]] = set()
         self.last_estimate: dict[Instruction, tuple[float, float]] = {}
+        # fused (producer, consumer) estimates, valid while neither changed:
+        # a producer re-queued because one user became a fusion re-estimates
+        # only that pair, not all its users (wide producers made this quadratic)
+        self.version: dict[Instruction, int] = {}
+        self.pair_cache: dict[tuple[Instruction, Instruction], tuple[int, int, Estimate]] = {}
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:
@@ -104,7 +109,18 @@ class _Queue:
         return got
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
-        return estimate([producer, consumer], consumer, self.device)
+        vp, vc = self.version.get(producer, 0), self.version.get(consumer, 0)
+        hit = self.pair_cache.get((producer, consumer))
+        if hit is not None and hit[0] == vp and hit[1] == vc:
+            return hit[2]
+        got = estimate([producer, consumer], consumer, self.device)
+        self.pair_cache[(producer, consumer)] = (vp, vc, got)
+        return got
+
+    def changed(self, instr: Instruction) -> None:
+        """``instr`` was rewritten (its body, kind or operands): forget its estimates."""
+        self.cache.pop(instr, None)
+        self.version[instr] = self.version.get(instr, 0) + 1
 
     # -- decisions ----------------------------------------------------------------------
     def can_fuse(self, producer: Instruction, consumer: Instruction) -> str | None:
@@ -241,7 +257,7 @@ class _Queue:
             if not producer.users and producer.parent is comp and producer is not comp.root:
                 self._remove(producer)
             for t in touched:
-                self.cache.pop(t, None)
+                self.changed(t)
             for t in touched:
                 if t.parent is comp and t.opcode not in ("parameter", "tuple",
                                                          "get-tuple-element") and t.users:
@@ -254,7 +270,7 @@ class _Queue:
         comp = self.comp
         body = instr.fused_computation if instr.opcode == "fusion" else None
         comp.remove_instruction(instr)
-        self.cache.pop(instr, None)
+        self.changed(instr)
         if body is not None and comp.module is not None and body in comp.module.computations:
             comp.module.remove_computation(body)
 
@@ -266,7 +282,7 @@ class _Queue:
         else:
             fusion = create_fusion(consumer, kind)
             replace_with_fusion(consumer, fusion)
-            self.cache.pop(consumer, None)
+            self.changed(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")
         fuse_into(fusion, producer)
