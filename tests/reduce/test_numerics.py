@@ -6,39 +6,19 @@ the test."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from hlorun.fileio import read_text
-from hlorun.ir.shape import Layout
 from hlorun.parser import parse_module
 from hlorun.passes import REGISTRY
-from hlorun.passes.reshape_decomposer import ReshapeDecomposer
 from hlorun.reduce import CompileConfig, ReduceOptions, Reducer, parse_condition
 from hlorun.source import UsageError
 
+from ..broken_passes import SwappedReshapeDecomposer  # noqa: F401 (registered by name below)
 from ..conftest import TESTDATA, shared_path
 
 ATTENTION = TESTDATA / "reduce" / "s0_attention_block.hlo"
 DUMP = ("xla-dumps", "dot_general_gqa_cublaslt")
-
-
-@dataclass(frozen=True)
-class SwappedReshapeDecomposer(ReshapeDecomposer):
-    """reshape-decomposer with a bug: the physical copy it inserts gets its
-    two most minor layout dimensions swapped."""
-
-    def run(self, module) -> bool:
-        changed = super().run(module)
-        for comp in module.computations:
-            for ins in comp.instructions:
-                if ins.opcode == "copy" and any(u.opcode == "bitcast" for u in ins.users):
-                    m2m = list(ins.shape.minor_to_major)
-                    if len(m2m) >= 2:
-                        m2m[0], m2m[1] = m2m[1], m2m[0]
-                        ins.shape = ins.shape.with_layout(Layout(m2m))
-        return changed
 
 
 @pytest.fixture
