@@ -7,36 +7,17 @@ from typing import Sequence
 
 from ...ir.module import Instruction
 from ...ir.shape import Layout, Shape, default_layout
+from ..gemm_rewriter.matmul import batch_row_col
 from .propagation import Propagation
 
 
 def batch_row_col_layout(shape: Shape, batch: Sequence[int], rows: Sequence[int],
-                         cols: Sequence[int]) -> tuple[int, int, int] | None:
+                         cols: Sequence[int]) -> tuple[int, ...] | None:
     """``GetBatchRowColumnShape``'s layout of the [batch, rows, cols] view
     (minor_to_major of the 3 groups), or None when a group is not physically
-    contiguous."""
-    m2m = shape.minor_to_major
-    out: list[int] = []
-    i = 0
-    while i < len(m2m):
-        dim = m2m[i]
-        for group, code in ((rows, 1), (cols, 2), (batch, 0)):
-            if group and dim == group[-1]:
-                out.append(code)
-                for d in reversed(group):
-                    if i >= len(m2m) or m2m[i] != d:
-                        return None
-                    i += 1
-                break
-        else:
-            return None
-    if not cols:
-        out.append(2)
-    if not rows:
-        out.append(1)
-    if not batch:
-        out.append(0)
-    return tuple(out)
+    contiguous (the GEMM rewriter's :func:`batch_row_col`)."""
+    got = batch_row_col(shape, batch, rows, cols)
+    return None if got is None else got[1]
 
 
 def matrix_layout_ok(shape: Shape, batch: Sequence[int], rows: Sequence[int],
