@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ...ir.attrs import format_int_list, parse_frontend_attributes, quote
+from ...ir.build import permute_dimensions
 from ...ir.literal import Literal
 from ...ir.module import Computation, Instruction
 from ...ir.shape import Layout, Shape, default_layout
@@ -93,7 +94,7 @@ def binary(comp: Computation, opcode: str, lhs: Instruction, rhs: Instruction,
 def transpose(comp: Computation, operand: Instruction, perm: Sequence[int],
               shape: Shape | None = None) -> Instruction:
     if shape is None:
-        shape = permute_shape(operand.shape, perm)
+        shape = permute_dimensions(perm, operand.shape)
     return add(comp, "transpose", shape, [operand], {"dimensions": format_int_list(perm)})
 
 
@@ -148,19 +149,6 @@ def clone(comp: Computation, instr: Instruction, shape: Shape | None = None,
 # ---------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------
-
-
-def permute_shape(shape: Shape, perm: Sequence[int]) -> Shape:
-    """``ShapeInference::InferTransposeShape``: dims permuted, layout chosen
-    so that the transpose is a bitcast (``ShapeUtil::PermuteDimensions``)."""
-    dims = [shape.dimensions[p] for p in perm]
-    if shape.layout is None:
-        return Shape.array(shape.element_type, dims)
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    m2m = [inv[d] for d in shape.layout.minor_to_major]
-    return Shape.array(shape.element_type, dims, shape.layout.with_minor_to_major(m2m))
 
 
 def permute_dims_keep_layout(shape: Shape, perm: Sequence[int], layout: Layout | None) -> Shape:
