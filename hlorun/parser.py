@@ -1,6 +1,6 @@
 """HLO text -> IR, with located errors.
 
-The grammar is ``grammars/hlo.lark`` (Lark, LALR(1)).  Lark's LALR tables and
+The grammar is ``hlorun/grammars/hlo.lark`` (Lark, LALR(1)).  Lark's LALR tables and
 the rule callbacks below (a tree-less transformer: no parse tree is built) do
 the parsing; the tokens come from a small contextual scanner built from the
 grammar's own terminal definitions: for each LALR state it compiles one regex
@@ -22,7 +22,6 @@ import gc
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from lark import Lark, Transformer
@@ -62,14 +61,11 @@ def _own_shape(opcode: str, operands: list, declared: Shape) -> Shape:
     return declared
 
 
-def grammar_path() -> Path:
-    """Locate hlo.lark in a checkout (../grammars) or an installed wheel."""
-    here = Path(__file__).resolve().parent
-    local = here.parent / "grammars" / "hlo.lark"
-    if local.exists():
-        return local
+def grammar_bytes() -> bytes:
+    """hlo.lark, read from the package (checkout, installed or zipped wheel)
+    through importlib.resources."""
     from importlib import resources
-    return Path(str(resources.files("hlorun.grammars").joinpath("hlo.lark")))
+    return resources.files("hlorun").joinpath("grammars", "hlo.lark").read_bytes()
 
 
 class Tok(str):
@@ -969,7 +965,7 @@ class HloParser:
 
     def __init__(self):
         self.builder = _Builder()
-        text = grammar_path().read_text()
+        text = grammar_bytes().decode("utf-8")
         try:
             self.lark = Lark(text, parser="lalr", lexer="basic", start="start",
                              transformer=self.builder, maybe_placeholders=False,
@@ -1109,7 +1105,7 @@ def _attr_regex(lark: Lark) -> str:
     """The ATTR terminal's regex (one ``, key=value``), cached on disk."""
     import hashlib
     import json
-    src = grammar_path().read_bytes()
+    src = grammar_bytes()
     key = hashlib.sha256(src).hexdigest()[:16]
     cache = _cache_file()
     path = (cache + ".attr.json") if cache else None
@@ -1148,7 +1144,7 @@ def _cache_file():
     d = os.path.join(base, "hlorun")
     try:
         os.makedirs(d, exist_ok=True)
-        src = grammar_path().read_bytes()
+        src = grammar_bytes()
         import hashlib
         import lark
         h = hashlib.sha256(src + lark.__version__.encode()).hexdigest()[:16]

@@ -1,4 +1,4 @@
-"""Loading and validating pipeline YAML (the format: pipelines/README.md;
+"""Loading and validating pipeline YAML (the format: hlorun/pipelines/README.md;
 the data model: :mod:`hlorun.pipeline_spec`).
 
 Every error is a :class:`~hlorun.yaml_source.YamlError` naming the file,
@@ -9,6 +9,7 @@ is used (:mod:`hlorun.yaml_source`).
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -52,18 +53,24 @@ class Loader:
         except OSError:
             return self.text
 
-    def load_file(self, path: Path, loc: Loc | None = None) -> PipelineSpec:
-        rp = path.resolve()
-        if rp in self.stack:
-            chain = " -> ".join(p.name for p in self.stack + [rp])
+    def load_file(self, path, loc: Loc | None = None) -> PipelineSpec:
+        """Load a user's file (a Path) or a bundled pipeline (a Traversable
+        from importlib.resources; its includes resolve among the bundled)."""
+        from .pipeline_spec import bundled_dir, is_bundled
+        if is_bundled(path):
+            key, base, filename = ("<bundled>", path.name), bundled_dir(), _bundled_name(path)
+        else:
+            key, base, filename = path.resolve(), path.parent, str(path)
+        if key in self.stack:
+            chain = " -> ".join(_key_name(p) for p in self.stack + [key])
             raise self.err(f"include cycle: {chain}", loc)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as e:
-            raise UsageError(f"{path}: cannot read: {e}") from None
-        self.stack.append(rp)
+            raise UsageError(f"{filename}: cannot read: {e}") from None
+        self.stack.append(key)
         try:
-            return self.load_text(text, str(path), path.parent)
+            return self.load_text(text, filename, base)
         finally:
             self.stack.pop()
 
@@ -324,3 +331,14 @@ def _deep_merge(a: Any, b: Any) -> Any:
             out[k] = _deep_merge(a.get(k), v)
         return out
     return b if b is not None else a
+
+
+def _bundled_name(path) -> str:
+    """A bundled pipeline's name in messages: its file path where it is a
+    real file (checkout, installed wheel), else ``hlorun/pipelines/NAME``."""
+    s = str(path)
+    return s if os.path.isfile(s) else f"hlorun/pipelines/{path.name}"
+
+
+def _key_name(key) -> str:
+    return key[1] if isinstance(key, tuple) else key.name

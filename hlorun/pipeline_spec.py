@@ -1,7 +1,7 @@
 """Pipeline specifications: the YAML format, loaded and validated up front.
 
-A pipeline file (``pipelines/*.yaml``; the format is documented in
-pipelines/README.md) declares::
+A pipeline file (``hlorun/pipelines/*.yaml``; the format is documented in
+hlorun/pipelines/README.md) declares::
 
     name: gpu-cuda
     description: ...
@@ -229,25 +229,35 @@ class PipelineSpec:
 # ---------------------------------------------------------------------------
 
 
-def bundled_dir() -> Path:
-    """The bundled ``pipelines/`` directory (checkout or installed wheel)."""
-    local = Path(__file__).resolve().parent.parent / "pipelines"
-    if local.is_dir():
-        return local
+def bundled_dir():
+    """The bundled pipelines: a ``Traversable`` inside the package (a real
+    directory in a checkout or an installed wheel, a zip member in a zipped
+    one).  Read it through importlib.resources, never as ``str(path)``."""
     from importlib import resources
-    return Path(str(resources.files("hlorun.pipelines")))
+    return resources.files("hlorun").joinpath("pipelines")
 
 
-def bundled_pipelines() -> dict[str, Path]:
+def bundled_pipelines() -> dict:
+    """name -> Traversable of every bundled ``*.yaml`` pipeline."""
     d = bundled_dir()
-    return {p.stem: p for p in sorted(d.glob("*.yaml"))} if d.is_dir() else {}
+    if not d.is_dir():
+        return {}
+    files = [f for f in d.iterdir() if f.is_file() and f.name.endswith((".yaml", ".yml"))]
+    return {f.name.rsplit(".", 1)[0]: f for f in sorted(files, key=lambda f: f.name)}
 
 
-def resolve_pipeline(name_or_path: str, relative_to: Path | None = None) -> Path:
+def is_bundled(path) -> bool:
+    """Whether ``path`` is a bundled pipeline Traversable (not a user Path)."""
+    return not isinstance(path, Path)
+
+
+def resolve_pipeline(name_or_path: str, relative_to=None):
+    """A user's YAML file (a Path) or a bundled pipeline (a Traversable).
+    ``relative_to`` is the including file's directory (either kind)."""
     p = Path(name_or_path)
     candidates = []
     if relative_to is not None and not p.is_absolute():
-        candidates.append(relative_to / p)
+        candidates.append(relative_to.joinpath(name_or_path))
     candidates.append(p)
     if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path or "/" in name_or_path:
         for c in candidates:
@@ -257,7 +267,7 @@ def resolve_pipeline(name_or_path: str, relative_to: Path | None = None) -> Path
             raise UsageError(f"pipeline file {name_or_path} does not exist")
     if relative_to is not None:
         for ext in (".yaml", ".yml"):
-            c = relative_to / (name_or_path + ext)
+            c = relative_to.joinpath(name_or_path + ext)
             if c.is_file():
                 return c
     bundled = bundled_pipelines()
@@ -380,6 +390,6 @@ def pipeline_from_passes(text_or_steps: str | list[PassStep], name: str = "opt",
 
 
 __all__ = ["CheckStep", "CheckerSpec", "DEFAULT_MAX_ITERATIONS", "DEFAULT_PIPELINE", "PassStep",
-           "PipelineSpec", "PipelineStep", "SECTIONS", "Step", "bundled_dir", "bundled_pipelines",
+           "PipelineSpec", "PipelineStep", "SECTIONS", "Step", "bundled_dir", "bundled_pipelines", "is_bundled",
            "load_pipeline", "option_fields", "parse_pass_list", "parse_pipeline",
            "pipeline_from_passes", "resolve_pipeline"]

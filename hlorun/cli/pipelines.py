@@ -23,8 +23,8 @@ def pipelines_cmd(name, disable_passes, enable_passes_only, xla_disable, xla_ena
     from ..pipeline_spec import (CheckStep, PassStep, PipelineStep, bundled_pipelines,
                                  load_pipeline)
     if not name:
-        for n, path in bundled_pipelines().items():
-            spec = load_pipeline(str(path))
+        for n in bundled_pipelines():
+            spec = load_pipeline(n)
             report.info(f"{n:24} {len(spec.passes()):3} passes  {spec.description}")
         return
     spec = load_pipeline(name)

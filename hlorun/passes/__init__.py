@@ -3,7 +3,7 @@
 Names are XLA's (``reshape-decomposer``, ``cublas-gemm-rewriter`` ...).
 Modules are imported on use.  tests/passes/test_registry.py checks that each
 key equals the class's ``name``, that each pass has fixtures, and that every
-pass named in pipelines/*.yaml is registered.
+pass named in hlorun/pipelines/*.yaml is registered.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def test_bug_report_tarball_contents(model, tmp_path):
     out = tmp_path / "out" / "report.tar.gz"
     pipe = tmp_path / "pipes" / "historical.yaml"
     pipe.parent.mkdir()
-    shutil.copy(REPO / "pipelines" / "gpu-rocm-41481.yaml", pipe)
+    shutil.copy(REPO / "hlorun" / "pipelines" / "gpu-rocm-41481.yaml", pipe)
     r = run("compile", model, "--pipeline", pipe, "--disable-passes", "cse,triton-gemm-rewriter",
             "--bug-report", out,
             "--reduce", "--diff", "none")
