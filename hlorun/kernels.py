@@ -17,6 +17,12 @@ lists them with a *category* that compares across compilers:
 
 Bitcasts, parameters, constants, tuples and get-tuple-elements launch
 nothing.  ``hero`` is the fusion's main instruction (reduce, multiply ...).
+
+:func:`kind` is the strict form the kernel-list comparison against XLA
+uses: the fusion kind, with the backend kind for ``kCustom`` fusions
+(``kCustom:__triton``, ``kCustom:__triton_nested_gemm_fusion`` ...), the
+custom-call target, or the opcode of an unfused instruction.
+:func:`kinds_matched` counts kernels matched kind for kind.
 """
 
 from __future__ import annotations
@@ -39,13 +45,15 @@ _GEMM_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
 class Kernel:
     name: str
     category: str
+    kind: str
     opcode: str
     shape: str
     hero: str | None
     instruction: Instruction
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "category": self.category, "opcode": self.opcode,
+        return {"name": self.name, "category": self.category, "kind": self.kind,
+                "opcode": self.opcode,
                 "shape": self.shape, "hero": self.hero}
 
 
@@ -82,6 +90,22 @@ def category(instr: Instruction) -> str | None:
     return f"op:{op}"
 
 
+def kind(instr: Instruction) -> str:
+    """The strict kernel kind: ``kLoop`` / ``kInput`` / ``kOutput`` /
+    ``kCustom:<backend kind>`` for fusions, the target for custom calls,
+    the opcode otherwise (call only for instructions :func:`category`
+    counts as kernels)."""
+    if instr.opcode == "custom-call":
+        return str(instr.custom_call_target)
+    if instr.opcode == "fusion":
+        k = instr.fusion_kind or "kLoop"
+        if k == "kCustom":
+            backend = fusion_backend_kind(instr)
+            return f"kCustom:{backend}" if backend else "kCustom"
+        return k
+    return instr.opcode
+
+
 def _has_dot(fusion: Instruction) -> bool:
     body = fusion.fused_computation
     return body is not None and any(i.opcode in ("dot", "scaled-dot") for i in body._instructions)
@@ -100,7 +124,7 @@ def kernel_list(module: Module) -> list[Kernel]:
                 roots = body.root.operands if body.root.opcode == "tuple" else [body.root]
                 hero = ",".join(sorted({find_hero(r, set(body._instructions)).opcode
                                         for r in roots}))
-            out.append(Kernel(instr.name, cat, instr.opcode, str(instr.shape), hero, instr))
+            out.append(Kernel(instr.name, cat, kind(instr), instr.opcode, str(instr.shape), hero, instr))
     return out
 
 
@@ -115,4 +139,18 @@ def compare_kernel_lists(ours: list[Kernel], theirs: list[Kernel]) -> list[tuple
     return [(c, a.get(c, 0), b.get(c, 0)) for c in sorted(set(a) | set(b))]
 
 
-__all__ = ["Kernel", "category", "compare_kernel_lists", "kernel_counts", "kernel_list"]
+def kinds_matched(ours: list[Kernel], theirs: list[Kernel]) -> int:
+    """How many of ``theirs`` are matched kind for kind by ``ours``
+    (multiset intersection of :func:`kind`)."""
+    a, b = Counter(k.kind for k in ours), Counter(k.kind for k in theirs)
+    return sum(min(n, a.get(c, 0)) for c, n in b.items())
+
+
+def compare_kinds(ours: list[Kernel], theirs: list[Kernel]) -> list[tuple[str, int, int]]:
+    """(kind, our count, their count) for every strict kind either has."""
+    a, b = Counter(k.kind for k in ours), Counter(k.kind for k in theirs)
+    return [(c, a.get(c, 0), b.get(c, 0)) for c in sorted(set(a) | set(b))]
+
+
+__all__ = ["Kernel", "category", "compare_kernel_lists", "compare_kinds", "kernel_counts",
+           "kernel_list", "kind", "kinds_matched"]

@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "autotuner": "hlorun.passes.autotuner:Autotuner",
     "call-inliner": "hlorun.passes.call_inliner:CallInliner",
     "conv-rewriter": "hlorun.passes.conv_rewriter:ConvRewriter",
+    "convert_triton_gemm_config": "hlorun.passes.convert_triton_gemm_config:ConvertTritonGemmConfig",
     "cse": "hlorun.passes.cse:HloCSE",
     "cublas-gemm-broadcast-folding-rewriter":
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",
