@@ -1,24 +1,47 @@
 """hlorun: an HLO pass-pipeline runner.
 
-Public API: ``parse_module``, ``print_module``, ``HloParseError``.
-Imports are lazy so that ``hlorun --help`` starts fast.
+Public API (``docs/ARCHITECTURE.md``, ``/work/notes/API.md``)::
+
+    import hlorun
+    m = hlorun.load("model.hlo")            # path (.gz/.xz), HLO text, JAX Lowered/Compiled, f + args
+    r = hlorun.compile(m, "gpu-cuda", disable_passes=["cse"])   # -> CompileResult
+    r.passes, r.violations, r.failures, r.kernels, r.autotune, r.to_json()
+
+Also ``CompileOptions`` (and its groups), the exceptions (``HloError``,
+``HloSyntaxError``, ``UsageError``, ``PipelineError``, ``CompileError``,
+``PassFailure``, ``ViolationError``, ``NumericsMismatch``), and
+``parse_module`` / ``print_module``.  Imports are lazy: ``import hlorun``
+loads nothing else, so ``hlorun --help`` starts fast.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["parse_module", "print_module", "load_module", "HloParseError", "__version__"]
+_EXPORTS = {
+    "load": "api", "compile": "api",
+    "CompileResult": "result", "PassRecord": "result", "AutotuneDecision": "result",
+    "CompileOptions": "options", "Selection": "options", "Diagnostics": "options",
+    "Autotuning": "options", "Numerics": "options", "Device": "options", "Output": "options",
+    "HloError": "source", "HloSyntaxError": "source", "HloParseError": "source",
+    "UsageError": "source", "PipelineError": "source", "PassError": "source",
+    "CompileError": "source", "PassFailure": "source", "ViolationError": "source",
+    "NumericsMismatch": "source",
+    "parse_module": "parser", "load_module": "parser", "print_module": "printer",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 def __getattr__(name: str):
-    if name in ("parse_module", "load_module"):
-        from . import parser
-        return getattr(parser, name)
-    if name == "print_module":
-        from .printer import print_module
-        return print_module
-    if name == "HloParseError":
-        from .source import HloParseError
-        return HloParseError
-    raise AttributeError(f"module 'hlorun' has no attribute {name!r}")
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'hlorun' has no attribute {name!r}")
+    from importlib import import_module
+    value = getattr(import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -200,7 +200,7 @@ class CompileSession:
                 self._repro_in_bundle = True
         if self.repro_dir:
             from .repro import ReproListener
-            repro = ReproListener(self.repro_dir, self)
+            repro = ReproListener(self.repro_dir, command=self.command_line())
             listeners.append(repro)
         if self.explain is not None:
             from .lineage import LineageTracker

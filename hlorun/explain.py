@@ -34,6 +34,28 @@ class KernelExplanation:
     decisions: list[Decision]
     story: list[str] = field(default_factory=list)
 
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def __repr__(self) -> str:
+        return (f"Kernel({self.kernel.name}: {self.kernel.category}, {len(self.origins)} origins, "
+                f"formed by {', '.join(self.formed_by) or '-'})")
+
+    @property
+    def category(self) -> str:
+        return self.kernel.category
+
+    @property
+    def formed_by(self) -> list[str]:
+        """Paths of the passes whose applied decisions shaped this kernel,
+        in pipeline order (empty without lineage)."""
+        seen: dict[str, None] = {}
+        for d in self.decisions:
+            if d.remark.kind == "applied":
+                seen.setdefault(d.path, None)
+        return list(seen)
+
     def to_json(self) -> dict[str, Any]:
         return {**self.kernel.to_json(), "origins": [o.to_json() for o in self.origins],
                 "decisions": [d.to_json() for d in self.decisions], "story": self.story}
@@ -79,6 +101,16 @@ def explain_kernels(module: Module, tracker: LineageTracker, pattern: str | None
         e = KernelExplanation(k, origins, decisions)
         e.story = story(e, op, tracker.originals)
         out.append(e)
+    return out
+
+
+def plain_kernels(module: Module, pattern: str | None = None) -> list[KernelExplanation]:
+    """Kernels of ``module`` without lineage (no origins, no decisions)."""
+    out = []
+    for k in kernel_list(module):
+        if pattern is not None and pattern != ".*" and not _matches(pattern, k, []):
+            continue
+        out.append(KernelExplanation(k, [], []))
     return out
 
 
@@ -246,7 +278,8 @@ def to_json(explanations: list[KernelExplanation]) -> list[dict[str, Any]]:
     return [e.to_json() for e in explanations]
 
 
-__all__ = ["KernelExplanation", "explain_kernels", "kind_words", "render_text", "story", "to_json"]
+__all__ = ["KernelExplanation", "explain_kernels", "kind_words", "plain_kernels", "render_text",
+           "story", "to_json"]
 
 
 # ---------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from typing import Any, Iterator, Union
 
 from .passes import REGISTRY, pass_class
 from .passes.base import Pass, Target
-from .source import UsageError
+from .source import PipelineError, UsageError
 from .spec_types import check_value, did_you_mean, option_fields, type_hints
 from .yaml_source import Loc
 
@@ -264,7 +264,7 @@ def resolve_pipeline(name_or_path: str, relative_to=None):
             if c.is_file():
                 return c
         if relative_to is None or p.is_absolute():
-            raise UsageError(f"pipeline file {name_or_path} does not exist")
+            raise PipelineError(f"pipeline file {name_or_path} does not exist")
     if relative_to is not None:
         for ext in (".yaml", ".yml"):
             c = relative_to.joinpath(name_or_path + ext)
@@ -276,7 +276,7 @@ def resolve_pipeline(name_or_path: str, relative_to=None):
     if p.is_file():
         return p
     near = difflib.get_close_matches(name_or_path, list(bundled), n=3, cutoff=0.5)
-    raise UsageError(f"unknown pipeline '{name_or_path}'"
+    raise PipelineError(f"unknown pipeline '{name_or_path}'"
                      + (f"; did you mean {', '.join(near)}?" if near else "")
                      + f" (bundled: {', '.join(bundled) or 'none'})")
 

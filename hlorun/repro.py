@@ -31,9 +31,10 @@ from .printer import print_module
 
 
 class ReproListener(Listener):
-    def __init__(self, directory: str, session: Any = None):
+    def __init__(self, directory: str, command: str | None = None):
         self.dir = Path(directory)
-        self.session = session
+        #: the original command line (recorded in command.txt)
+        self.command = command
         self.bundle: dict[str, Any] | None = None
         self._text: str | None = None
         self._dirty = True
@@ -114,7 +115,7 @@ class ReproListener(Listener):
         pipe = self.dir / "repro.yaml"
         write_atomic(before, text or "")
         write_atomic(pipe, "# hlorun reproducer pipeline (generated)\n" + spec.dump_yaml())
-        original = self.session.command_line() if self.session is not None else "hlorun compile ..."
+        original = self.command or "hlorun compile ..."
         write_atomic(self.dir / "command.txt", original + "\n")
         command = (f"hlorun compile {shlex.quote(str(before))} --pipeline {shlex.quote(str(pipe))} "
                    f"--diff none")

@@ -105,7 +105,7 @@ class HloError(Exception):
         return str(self)
 
 
-class HloParseError(HloError):
+class HloSyntaxError(HloError):
     """A located error in HLO text.  ``line``/``column`` are 1-based."""
 
     def __init__(self, message: str, line: int = 0, column: int = 0,
@@ -122,8 +122,16 @@ class HloParseError(HloError):
                                self.message, self.text)
 
 
+#: The older name of :class:`HloSyntaxError`.
+HloParseError = HloSyntaxError
+
+
 class UsageError(HloError):
-    """Bad command line or configuration (exit code 1)."""
+    """Bad command line, options or configuration (exit code 1)."""
+
+
+class PipelineError(UsageError):
+    """An unknown pipeline or a bad pipeline YAML file (exit code 1)."""
 
 
 class PassError(HloError):
@@ -137,3 +145,28 @@ class PassError(HloError):
         self.instruction = instruction
         self.computation = computation
         super().__init__(message)
+
+
+class CompileError(HloError):
+    """A compile that ran but did not succeed (exit code 2):
+    :meth:`hlorun.CompileResult.raise_for_status` raises a subclass.
+    ``result`` is the :class:`hlorun.CompileResult`."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, result=None):
+        self.message = message
+        self.result = result
+        super().__init__(message)
+
+
+class PassFailure(CompileError):
+    """A pass raised (``result.failures[0]`` says which, where and why)."""
+
+
+class ViolationError(CompileError):
+    """A checker found a broken invariant (``result.violations``)."""
+
+
+class NumericsMismatch(CompileError):
+    """``check_numerics``: a pass changed the module's outputs beyond tolerance."""

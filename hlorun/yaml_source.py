@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .source import UsageError, render_location
+from .source import PipelineError, render_location
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Loc:
         return f"{self.filename or '<string>'}:{self.line}:{self.column}"
 
 
-class YamlError(UsageError):
+class YamlError(PipelineError):
     """A located error in a YAML file (exit code 1)."""
 
     def __init__(self, message: str, loc: Loc | None, text: str | None = None,
