@@ -34,6 +34,7 @@ REGISTRY: dict[str, str] = {
     "gemv-rewriter": "hlorun.passes.gemv_rewriter:GemvRewriter",
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
+    "multi_output_fusion": "hlorun.passes.multi_output_fusion:MultiOutputFusion",
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",

@@ -56,64 +56,59 @@ def _physical(shape) -> list[int]:
     return list(reversed(shape.minor_to_major))
 
 
-def _bitcast_dim_map(src, dst) -> dict[int, int] | None:
-    """src dimension -> dst dimension for a layout-preserving reshape /
-    bitcast, for every src dimension that is one dst dimension (sizes equal
-    in physical order, degenerate dimensions paired positionally when the
-    physical size sequences agree)."""
+def _groups(src, dst) -> list[tuple[list[int], list[int]]] | None:
+    """A layout-preserving reshape / bitcast as groups of (src dims, dst
+    dims), each major to minor, with equal element counts."""
     ps, pd = _physical(src), _physical(dst)
-    ss = [src.dimensions[d] for d in ps]
-    sd = [dst.dimensions[d] for d in pd]
-    if ss == sd:
-        return {a: b for a, b in zip(ps, pd)}
-    out: dict[int, int] = {}
+    out: list[tuple[list[int], list[int]]] = []
     i = j = 0
-    while i < len(ps) and j < len(pd):
-        a, b = ss[i], sd[j]
-        if a == 1 and b != 1:
-            i += 1
-            continue
-        if b == 1 and a != 1:
-            j += 1
-            continue
-        if a == b:
-            out[ps[i]] = pd[j]
-            i += 1
-            j += 1
-            continue
-        # split or merged dimensions: skip the group
-        pa, pb = a, b
-        i += 1
-        j += 1
-        while pa != pb:
-            if pa < pb:
-                if i >= len(ss):
-                    return out
-                pa *= ss[i]
+    while i < len(ps) or j < len(pd):
+        ga: list[int] = []
+        gb: list[int] = []
+        na = nb = 1
+        while True:
+            if i < len(ps) and (not ga or na < nb or (na == nb and src.dimensions[ps[i]] == 1
+                                                        and not gb)):
+                ga.append(ps[i])
+                na *= src.dimensions[ps[i]]
                 i += 1
-            else:
-                if j >= len(sd):
-                    return out
-                pb *= sd[j]
+            elif j < len(pd) and (not gb or nb < na):
+                gb.append(pd[j])
+                nb *= dst.dimensions[pd[j]]
                 j += 1
+            else:
+                break
+            if ga and gb and na == nb:
+                break
+        if na != nb:
+            return None
+        out.append((ga, gb))
     return out
 
 
-def _map_through(instr: Instruction, operand: Instruction, dims: dict[int, int]) -> dict[int, int] | None:
-    """Follow dot dimension -> ``operand`` dimension into ``instr``'s dimensions."""
+def _tiles_through(instr: Instruction, operand: Instruction, tiles: list[int]) -> list[int] | None:
+    """The tile of ``instr``'s output when ``operand`` is tiled by ``tiles``."""
     op = instr.opcode
     if op == "transpose":
-        perm = instr.dimensions
-        inv = {src: i for i, src in enumerate(perm)}
-        return {k: inv[v] for k, v in dims.items()}
+        return [tiles[src] for src in instr.dimensions]
     if op in ("bitcast", "reshape"):
-        m = _bitcast_dim_map(operand.shape, instr.shape)
-        if m is None:
+        groups = _groups(operand.shape, instr.shape)
+        if groups is None:
             return None
-        return {k: m[v] for k, v in dims.items() if v in m}
+        out = [1] * instr.shape.rank
+        for src_dims, dst_dims in groups:
+            t = 1
+            for d in src_dims:
+                t *= tiles[d]
+            for k, d in enumerate(reversed(dst_dims)):  # minor first; the major one
+                size = instr.shape.dimensions[d]     # takes what is left (unclipped)
+                here = t if k == len(dst_dims) - 1 else min(t, size)
+                out[d] = here
+                t = max(1, t // max(1, here))
+        return out
     if op in _SCALE_INVARIANT and instr.shape.is_array and \
             tuple(instr.shape.dimensions) == tuple(operand.shape.dimensions):
-        return dict(dims)
+        return list(tiles)
     return None
 
 
@@ -138,37 +133,17 @@ def _path_to_root(dot: Instruction) -> list[Instruction] | None:
 
 
 def output_tiles(dot: Instruction, block_m: int, block_n: int) -> list[int] | None:
-    """The root tile that gives the dot the tile ``[1.., block_m, block_n]``."""
-    rank = dot.shape.rank
-    dims = {rank - 2: rank - 2, rank - 1: rank - 1}
+    """The root tile that gives the dot the tile ``[1.., block_m, block_n]``
+    (the dot's tile carried forward through the ops up to the root)."""
+    tiles = [1] * (dot.shape.rank - 2) + [block_m, block_n]
     path = _path_to_root(dot)
-    if path is None:
+    if path is None or path[-1].shape.is_tuple:
         return None
     for prev, instr in zip(path, path[1:]):
-        got = _map_through(instr, prev, dims)
+        got = _tiles_through(instr, prev, tiles)
         if got is None:
             return None
-        dims = got
-    root = path[-1]
-    if root.shape.is_tuple or root.shape.rank < 2:
-        return None
-    tiles = [1] * root.shape.rank
-    sizes = {rank - 2: block_m, rank - 1: block_n}
-    for d, size in sizes.items():
-        if d in dims:
-            tiles[dims[d]] = size
-        elif dot.shape.dimensions[d] != 1:
-            return None
-    if sorted(tiles) != sorted([1] * (root.shape.rank - 2) + [block_m, block_n]):
-        # a degenerate dot dimension vanished on the way: put its tile on a
-        # remaining unit dimension of the root, as XLA's permutation search does
-        missing = sorted([1] * (root.shape.rank - 2) + [block_m, block_n])
-        for t in tiles:
-            if t != 1:
-                missing.remove(t)
-        for i, t in enumerate(tiles):
-            if t == 1 and root.shape.dimensions[i] == 1 and missing and missing[-1] != 1:
-                tiles[i] = missing.pop()
+        tiles = got
     return tiles
 
 

@@ -1,0 +1,236 @@
+"""multi_output_fusion: XLA:GPU's MultiOutputFusion
+(xla/backends/gpu/transforms/multi_output_fusion.cc), run after priority
+fusion in XLA's fusion pipeline.
+
+Instructions are visited uses-before-defs (reversed post order of the
+computation as it was when the pass started).  For each one, ``producer``:
+
+1. **Sibling fusion** (``FuseSiblings``): its users that may be
+   multi-output roots (reductions, tiled transposes, loop fusions,
+   elementwise ops; a multi-output fusion only if all its users are
+   get-tuple-elements) are sorted multi-output fusions first, then fusions,
+   then the rest; each fusion among them absorbs every later sibling that
+   (a) is not connected to it through the graph, (b) has a compatible hero
+   and loop shape (reductions of the same shape and dimensions, transposes
+   alike, never a transpose with a reduction; equal loop shapes, or shapes
+   one bitcast apart), (c) is not a column reduction paired with a plain
+   elementwise root, (d) does not read a non-overlapping slice of the shared
+   operand, (e) has no dynamic-update-slice root, and (f) fits the budget
+   (48 KiB of shared memory, 8 unnested reductions, 96 operands + outputs).
+   Shared operands that are effective scalars are not worth it.
+2. **Producer-consumer multi-output fusion**: a producer that is
+   loop-fusible, not multi-output, not in-place and not physically
+   transposing, with more than one user (or a multi-output user), is fused
+   into the user that may be a multi-output root, has compatible shapes,
+   is not reached through another operand (no cycle), fits the budget and
+   is not slower fused (cost model: one launch, the producer's value written
+   as an extra output, against two kernels) -- preferring multi-output
+   fusions, then fusions.  The producer's other users read its value as an
+   output of the fusion.
+
+Reachability is kept as ancestor bit sets, updated for the descendants of
+each fusion (XLA rebuilds it after every fusion).  Not modelled (stated):
+the IR-size limit (``ProducerConsumerMergedTooLarge``) and the tiled
+transpose "would become untiled" path check.
+
+Postcondition: no sibling or producer-consumer pair that passes these
+rules is left unfused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.module import Computation, Instruction, Module
+from ..base import Pass
+from ..priority_fusion.analysis import fusible_computations
+from ..priority_fusion.model import LAUNCH_US, device_of, estimate
+from . import rules as R
+from .merge import as_fusion, fuse_into_multi_output
+
+
+def _effective_scalar(instr: Instruction) -> bool:
+    s = instr.shape
+    return s.is_array and all(d == 1 for d in s.dimensions)
+
+
+def _priority(instr: Instruction) -> int:
+    if R.is_multi_output(instr):
+        return 2
+    return 1 if instr.opcode == "fusion" else 0
+
+
+class _Reach:
+    """Ancestor sets as bit masks (bit ``idx[x]`` set in ``anc[y]`` iff x
+    reaches y)."""
+
+    def __init__(self, comp: Computation):
+        self.idx: dict[Instruction, int] = {}
+        self.anc: dict[Instruction, int] = {}
+        for i in comp.post_order():
+            self.add(i)
+
+    def add(self, instr: Instruction) -> None:
+        bit = 1 << self.idx.setdefault(instr, len(self.idx))
+        m = bit
+        for o in instr.operands:
+            m |= self.anc.get(o, 0)
+        for p in instr.control_predecessors:
+            m |= self.anc.get(p, 0)
+        self.anc[instr] = m
+
+    def reaches(self, a: Instruction, b: Instruction) -> bool:
+        return bool(self.anc[b] >> self.idx[a] & 1)
+
+    def connected(self, a: Instruction, b: Instruction) -> bool:
+        return self.reaches(a, b) or self.reaches(b, a)
+
+    def merged(self, fusion: Instruction, gone: Instruction) -> None:
+        """``gone`` was fused into ``fusion``: whatever reached either now
+        reaches the fusion and everything after it."""
+        m = self.anc[fusion] | self.anc.get(gone, 0)
+        for o in fusion.operands:
+            m |= self.anc.get(o, 0)
+        self.anc[fusion] = m
+        stack = list(fusion.users)
+        seen: set[Instruction] = set()
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x not in self.idx:
+                self.add(x)
+            self.anc[x] |= m
+            stack.extend(x.users)
+
+
+@dataclass(frozen=True)
+class MultiOutputFusion(Pass):
+    """Sibling and producer-consumer multi-output fusion (XLA's GpuMultiOutputFusion)."""
+
+    name = "multi_output_fusion"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        for comp in fusible_computations(module):
+            changed |= _Run(self, comp).run()
+        return changed
+
+
+class _Run:
+    def __init__(self, owner: MultiOutputFusion, comp: Computation):
+        self.owner = owner
+        self.comp = comp
+        self.device = device_of(owner.target)
+        self.reach = _Reach(comp)
+
+    def run(self) -> bool:
+        changed = False
+        for producer in reversed(self.comp.post_order()):
+            if producer.parent is not self.comp or producer.opcode == "constant":
+                continue
+            if producer.opcode == "fusion" and producer.fusion_kind == "kCustom":
+                continue
+            changed |= self.fuse_siblings(producer)
+            changed |= self.fuse_producer(producer)
+        return changed
+
+    # -- siblings -----------------------------------------------------------------------
+    def _sibling_candidate(self, instr: Instruction) -> bool:
+        if not instr.users or not R.fusible_as_multi_output_root(instr) or \
+                R.is_nestable_variadic_reduction(instr):
+            return False
+        return not R.is_multi_output(instr) or \
+            all(u.opcode == "get-tuple-element" for u in instr.users)
+
+    def can_fuse_siblings(self, a: Instruction, b: Instruction, parent: Instruction) -> str | None:
+        if self.reach.connected(a, b):
+            return f"{a.name} and {b.name} are connected"
+        return (R.shapes_compatible(a, b) or R.column_reduction_with_plain_root(a, b)
+                or R.slices_non_overlapping(a, b, parent) or R.no_multiple_dus(a, b)
+                or R.fits_in_budget(a, b))
+
+    def fuse_siblings(self, parent: Instruction) -> bool:
+        if _effective_scalar(parent):  # IsProfitableOperand
+            return False
+        siblings = [u for u in parent.users if self._sibling_candidate(u)]
+        siblings.sort(key=_priority, reverse=True)  # stable
+        changed = False
+        i = 0
+        while i < len(siblings):
+            a = siblings[i]
+            if a.opcode != "fusion":
+                i += 1
+                continue
+            j = i + 1
+            while j < len(siblings):
+                b = siblings[j]
+                why = self.can_fuse_siblings(a, b, parent)
+                if why is not None:
+                    j += 1
+                    continue
+                was_input = b.opcode == "fusion" and b.fusion_kind == "kInput"
+                name_b = b.name
+                fuse_into_multi_output(a, b)
+                if was_input:
+                    a.attrs["kind"] = "kInput"
+                self.reach.merged(a, b)
+                self.owner.remark(a, f"siblings {a.name} and {name_b} (both read {parent.name}) "
+                                     f"fused into multi-output fusion {a.name}", "applied",
+                                  rule="sibling", sibling=name_b, shared_operand=parent.name)
+                changed = True
+                del siblings[j]
+            i += 1
+        return changed
+
+    # -- producer -> consumer -----------------------------------------------------------
+    def _slower_fused(self, producer: Instruction, consumer: Instruction) -> bool:
+        p = estimate([producer], producer, self.device).time_us
+        c = estimate([consumer], consumer, self.device).time_us
+        f = estimate([producer, consumer], consumer, self.device)
+        extra = estimate([producer], producer, self.device).write_bytes / self.device.bandwidth * 1e6
+        return f.time_us + extra + LAUNCH_US > p + c + 2 * LAUNCH_US
+
+    def producer_candidate(self, producer: Instruction, consumer: Instruction) -> str | None:
+        if not R.fusible_as_multi_output_root(consumer):
+            return "consumer not eligible as multi-output fusion root."
+        why = R.shapes_compatible(consumer, producer)
+        if why:
+            return why
+        for op in consumer.operands:
+            if op is not producer and self.reach.reaches(producer, op):
+                return f"{producer.name} would introduce a cycle when fused"
+        why = R.fits_in_budget(producer, consumer)
+        if why:
+            return why
+        if self._slower_fused(producer, consumer):
+            return "will execute slower if fused"
+        return None
+
+    def fuse_producer(self, producer: Instruction) -> bool:
+        if producer.parent is not self.comp or R.producer_multi_output_fusible(producer):
+            return False
+        users = producer.users
+        if len(users) == 1 and not R.is_multi_output(users[0]):
+            return False
+        candidates = [c for c in users if self.producer_candidate(producer, c) is None]
+        if not candidates:
+            return False
+        consumer = max(candidates, key=_priority)  # first of the highest priority
+        kind = "kInput" if R.is_input_fusible(consumer) else "kLoop"
+        name_c = consumer.name
+        fusion = as_fusion(consumer, kind)
+        if fusion is not consumer:
+            self.reach.add(fusion)
+        name_p = producer.name
+        fuse_into_multi_output(fusion, producer)
+        self.reach.merged(fusion, producer)
+        self.owner.remark(fusion, f"{name_p} fused into its consumer {name_c} as an extra output "
+                                  f"(multi-output fusion {fusion.name}): its other users read it "
+                                  f"from there", "applied", rule="producer-consumer",
+                          producer=name_p)
+        return True
+
+
+__all__ = ["MultiOutputFusion"]
