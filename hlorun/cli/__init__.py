@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(1 if e.exit_code == 2 else e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            _interrupted()
         sys.stderr.write("Aborted!\n")
         sys.exit(1)
     except HloError as e:
@@ -85,7 +87,13 @@ def main(argv: list[str] | None = None) -> None:
         error(e.render())
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
+        _interrupted()
     except BrokenPipeError:
         sys.exit(0)
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line, no traceback, exit 130 (128 + SIGINT).  Outputs are
+    written atomically at the end, so nothing partial is left behind."""
+    sys.stderr.write("hlorun: interrupted\n")
+    sys.exit(130)

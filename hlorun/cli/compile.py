@@ -101,7 +101,10 @@ def _print_schema(ctx, param, value):
 @click.option("--pass-limit", type=click.IntRange(min=0), default=None, metavar="N",
               help="Run only the first N passes (numbered in the table), like LLVM's -opt-bisect-limit.")
 @click.option("--dump-to", default=None, type=click.Path(file_okay=False),
-              help="Write XLA-style dumps (module_NNNN.NAME.*.txt) to this directory.")
+              help="Write XLA-style dumps (module_NNNN.NAME.*.txt) to this directory (new or "
+                   "empty; see --overwrite-dump).")
+@click.option("--overwrite-dump", is_flag=True,
+              help="Let --dump-to write into a non-empty directory (same-named files replaced).")
 @click.option("--dump-pass-re", default=None, metavar="REGEX",
               help="Dump after every pass (changed or not) whose name matches (XLA's "
                    "--xla_dump_hlo_pass_re); default: changed passes only.")
@@ -134,7 +137,7 @@ def _print_schema(ctx, param, value):
 def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_form, verify_each,
                 check_changed, keep_going, disable_passes, enable_passes_only, xla_disable,
                 xla_enable, xla_disable_all, xla_flags, pass_limit, dump_to, dump_pass_re,
-                xla_dump_to, xla_dump_re, repro_dir, bug_report, bug_reduce, reduce_timeout, table, explain,
+                xla_dump_to, xla_dump_re, overwrite_dump, repro_dir, bug_report, bug_reduce, reduce_timeout, table, explain,
                 show_remarks, traceback, platform, device, compute_capability, check_numerics, rtol,
                 atol, seed, numerics_inputs, max_bytes, **autotune_kw):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
@@ -155,10 +158,10 @@ def compile_cmd(file, pipeline_name, output, fmt, diff_mode, diff_filter, diff_f
         raise UsageError("--reduce needs --bug-report PATH")
     if bug_report and file == "-":
         raise UsageError("--bug-report needs the module in a file, not on stdin")
-    if output and output != "-" and file != "-":
-        from pathlib import Path
-        if Path(output).resolve() == Path(file).resolve():
-            raise UsageError(f"refusing to overwrite the input {file}; pick another -o")
+    from ..fileio import check_dump_dir, refuse_overwrite
+    refuse_overwrite(output, file)
+    if dump_to:
+        check_dump_dir(dump_to, overwrite_dump)
     numerics = make_numerics_listener(check_numerics, rtol, atol, seed, numerics_inputs, max_bytes)
     session = CompileSession(
         file=file, pipeline=pipeline_name, output=output, fmt=fmt, diff_mode=diff_mode,

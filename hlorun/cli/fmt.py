@@ -40,12 +40,14 @@ def _inputs(files: tuple[str, ...], split: bool):
 def fmt(files, output, form, canonical, check_only, split_input_file):
     """Parse HLO FILES and print them back (a fixed point: fmt(fmt(x)) == fmt(x))."""
     from .. import report
-    from ..fileio import write_atomic
+    from ..fileio import refuse_overwrite, write_atomic
     from ..parser import parse_module
     from ..printer import print_module
     from ..source import HloParseError
     if canonical:
         form = "canonical"
+    if output and len(files) == 1:
+        refuse_overwrite(output, files)
     inputs = list(_inputs(files, split_input_file))
     many = len(inputs) > 1
     if output and many:
@@ -73,8 +75,7 @@ def fmt(files, output, form, canonical, check_only, split_input_file):
             if name.endswith(".gz"):
                 name = name[:-3]
             target = Path(output) / name
-            if target.resolve() in {Path(f).resolve() for f in files if f != "-"}:
-                raise click.UsageError(f"refusing to overwrite input {target}")
+            refuse_overwrite(target, files)
             write_atomic(target, text_out)
         else:
             outputs.append(text_out)

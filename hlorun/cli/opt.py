@@ -30,12 +30,13 @@ def opt(file, passes_text, split_input_file, output, form, verify, show_changed,
         platform, device, compute_capability):
     """Run just the listed passes on FILE and print the module."""
     from .. import report
-    from ..fileio import write_atomic
+    from ..fileio import refuse_overwrite, write_atomic
     from ..parser import parse_module
     from ..pipeline import RunOptions, run_pipeline
     from ..pipeline_spec import pipeline_from_passes
     from ..printer import print_module
     from ..source import HloParseError
+    refuse_overwrite(output, file)
     spec = pipeline_from_passes(passes_text, checkers=["hlo-verifier"] if verify else [])
     spec = spec.with_target(platform=platform, device=device, compute_capability=compute_capability)
     outputs = []

@@ -110,8 +110,8 @@ def reduce_cmd(args, until, until_cmd, cmd_timeout, output, timeout, max_tests, 
     cond, cfg, model = build_condition(until, until_cmd, cmd_timeout, argv)
     if output is None:
         output = Path(model).name.split(".")[0] + ".reduced.hlo"
-    if Path(output).resolve() == Path(model).resolve():
-        raise UsageError(f"refusing to overwrite the input {model}; pick another -o")
+    from ..fileio import refuse_overwrite
+    refuse_overwrite(output, model)
     for n in (cfg.notes if cfg else ()):
         report.warn(n)
     text = read_text(model)

@@ -69,7 +69,10 @@ def run(model, inputs, seed, output, save_inputs, max_bytes, fmt_):
     from ..evaluate import Evaluator, output_types
     from ..evaluate.memory import check_memory, estimate_peak_bytes, format_bytes
     from ..evaluate.session import build_inputs, npz_bytes, parse_bytes, savable, summarize
-    from ..fileio import write_atomic
+    from ..fileio import refuse_overwrite, write_atomic
+    srcs = [model] + [i.split("=", 1)[-1] for i in inputs]
+    refuse_overwrite(output, srcs)
+    refuse_overwrite(save_inputs, srcs, "--save-inputs")
     module = _load(model)
     limit = parse_bytes(max_bytes)
     if limit is not None:  # before making inputs: parameters can be gigabytes
