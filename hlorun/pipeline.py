@@ -44,6 +44,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .gc_policy import pipeline_gc
 from .ir.changes import ModuleTracker
 from .ir.module import Module
 from .passes.base import Pass, Target
@@ -72,6 +73,10 @@ class RunOptions:
     #: The clock for all timings (``time.process_time`` for CPU seconds on a
     #: busy machine, as bench/compile.py does).
     clock: Callable[[], float] = time.perf_counter
+    #: The garbage-collector policy while the pipeline runs
+    #: (:mod:`hlorun.gc_policy`): "pipeline" (freeze what exists, rare
+    #: young collections) or "default" (leave the interpreter's settings).
+    gc_policy: str = "pipeline"
 
 
 class _Stop(Exception):
@@ -204,6 +209,10 @@ class PipelineRunner:
 
     # -- running -----------------------------------------------------------------------
     def run(self, module: Module) -> PipelineResult:
+        with pipeline_gc(self.options.gc_policy):
+            return self._run(module)
+
+    def _run(self, module: Module) -> PipelineResult:
         t0 = self.clock()
         self.result = res = PipelineResult(self.spec, module, self.selection, self.target,
                                            instructions_before=module.instruction_count)
