@@ -73,17 +73,21 @@ class Row:
     theirs: list
     matched: int
     kinds: list  # (kind, ours, theirs)
+    failure: str | None = None
 
     @property
     def count_ok(self) -> bool:
         return abs(len(self.ours) - len(self.theirs)) <= 0.1 * len(self.theirs)
 
     def differences(self) -> str:
+        if self.failure:
+            return f"pipeline failed: {self.failure}"
         diff = [f"{k} {a}/{b}" for k, a, b in self.kinds if a != b]
         return "; ".join(diff) or "-"
 
     def to_json(self) -> dict:
-        return {"program": self.program, "ours": len(self.ours), "xla": len(self.theirs),
+        return {"program": self.program, "failure": self.failure,
+                "ours": len(self.ours), "xla": len(self.theirs),
                 "matched": self.matched, "count_within_10pct": self.count_ok,
                 "kinds": [{"kind": k, "ours": a, "xla": b} for k, a, b in self.kinds]}
 
@@ -103,6 +107,8 @@ def _flag_disables(d: Path) -> list[str]:
 def compare(dump: str | Path, pipeline: str = "gpu-cuda"):
     """(our kernels, XLA's kernels, per-category rows) for one dump."""
     row = compare_row(dump, pipeline)
+    if row.failure:
+        raise SystemExit(f"{row.program}: pipeline failed: {row.failure}")
     from hlorun.kernels import compare_kernel_lists
     return row.ours, row.theirs, compare_kernel_lists(row.ours, row.theirs)
 
@@ -120,9 +126,12 @@ def compare_row(dump: str | Path, pipeline: str = "gpu-cuda") -> Row:
     module = hlorun.load_module(before)
     spec = load_pipeline(pipeline)
     res = run_pipeline(module, spec, RunOptions(disable=_flag_disables(d)))
+    theirs = kernel_list(hlorun.load_module(after))
     if res.exit_code:
-        raise SystemExit(f"{d.name}: pipeline failed: {res.failure or res.violations}")
-    ours, theirs = kernel_list(module), kernel_list(hlorun.load_module(after))
+        f = res.failure
+        why = f"{f.path}: {f.message}" if f is not None else str(res.violations)[:200]
+        return Row(d.name, [], theirs, 0, compare_kinds([], theirs), why)
+    ours = kernel_list(module)
     return Row(d.name, ours, theirs, kinds_matched(ours, theirs), compare_kinds(ours, theirs))
 
 

@@ -37,7 +37,10 @@ from .passes.priority_fusion.analysis import (find_hero, fusible_computations,
 
 _NO_KERNEL = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element",
                         "after-all", "add-dependency", "opt-barrier", "partition-id",
-                        "replica-id", "domain", "call", "while", "conditional"})
+                        "replica-id", "domain", "call", "while", "conditional",
+                        # an async pair launches the instruction it wraps, which is
+                        # listed from the async computation
+                        "async-start", "async-update", "async-done"})
 _GEMM_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton")
 
 

@@ -1,0 +1,128 @@
+"""config-assigner: the emitter choice of XLA:GPU's config-assigner pipeline
+(the autotuner with the NATIVE_EMITTER and BLOCK_LEVEL_EMITTER backends,
+xla/backends/gpu/autotuner/{native_emitter,block_level_emitter}.cc) for
+fusions that are not GEMMs.
+
+Which fusions may become generic Triton fusions is XLA's rule
+(``BlockLevelEmitterBackend::IsSupported``): a fusion (not a custom one)
+without a dot, containing a reduce or a transpose, whose computation the
+Triton emitter supports (:mod:`.triton_support`; multi-output fusions are
+not).  XLA then *measures* both emitters on the device and keeps the faster;
+hlorun cannot measure, so it decides by which native emitter the fusion
+would get (the model below, checked against XLA's choices on the real dumps
+in testdata/xla-dumps: it agrees on about 80% of the 234 candidate fusions
+there -- see bench/kernel_lists.py):
+
+* native emitter kept -- the reduction emitter (a row or column reduction
+  hero: its tiled, vectorised kernels are what Triton is measured against
+  and they usually win), or the loop emitter over a transpose that keeps
+  the minor dimension (coalesced anyway);
+* block-level Triton chosen -- the tiled-transpose emitter (shared-memory
+  transposes), and loop fusions that compute reductions elementally (a
+  reduce that is not the hero, or too small for the reduction emitter:
+  split-K epilogues, small softmax-like reductions), where the native loop
+  emitter re-reads the reduced dimension per output element.
+
+A chosen fusion becomes ``kind=kCustom`` with ``{"kind":"__triton",
+"block_level_fusion_config":...}`` (:func:`.triton_support.block_level_config_for`),
+as ``BlockLevelEmitterBackend::ApplyConfig`` writes it; a fusion that
+already has a block-level config keeps it.  Every decision is a remark.
+
+Postcondition: every candidate fusion the model prefers on Triton is a
+``__triton`` fusion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.module import Instruction, Module
+from .base import Pass
+from .priority_fusion.analysis import (find_hero, fusible_computations, fusion_backend_kind,
+                                       is_real_reduction_hero, reduction_dims, tiled_transpose)
+from .triton_support import block_level_config_for, triton_supported_computation
+
+
+def block_level_candidate(fusion: Instruction) -> str | None:
+    """``BlockLevelEmitterBackend::IsSupported``: None, or why not."""
+    if fusion.opcode != "fusion" or fusion.fused_computation is None:
+        return "not a fusion"
+    if fusion.fusion_kind == "kCustom":
+        return "a custom fusion"
+    ops = {i.opcode for i in fusion.fused_computation.instructions}
+    if ops & {"dot", "scaled-dot"}:
+        return "a dot fusion (GEMM fusion decides those)"
+    if not ops & {"reduce", "transpose"}:
+        return "no reduce or transpose"
+    return triton_supported_computation(fusion)
+
+
+def native_emitter(fusion: Instruction) -> str:
+    """The native emitter the fusion gets: reduction, transpose, loop-transpose
+    (a layout-keeping permutation), loop-reduction (reductions computed
+    elementally) or loop."""
+    body = fusion.fused_computation
+    members = set(body.instructions)
+    hero = find_hero(body.root, members)
+    if hero.opcode == "reduce" and is_real_reduction_hero(body.root, hero):
+        return "row-reduction" if reduction_dims(hero).is_row else "column-reduction"
+    if tiled_transpose(hero):
+        return "transpose"
+    if any(i.opcode == "reduce" for i in members):
+        return "loop-reduction"
+    if any(i.opcode == "transpose" for i in members):
+        return "loop-transpose"
+    return "loop"
+
+
+#: Native emitters the model expects the block-level emitter to beat.
+TRITON_WINS = frozenset({"transpose", "loop-reduction"})
+
+
+@dataclass(frozen=True)
+class ConfigAssigner(Pass):
+    """Choose the native or the block-level (generic Triton) emitter for reduce/transpose fusions."""
+
+    name = "config-assigner"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        for comp in fusible_computations(module):
+            for instr in comp.post_order():
+                if instr.opcode == "fusion":
+                    changed |= self._assign(instr)
+        return changed
+
+    def _assign(self, fusion: Instruction) -> bool:
+        if fusion_backend_kind(fusion) in ("__triton", "__triton_gemm",
+                                           "__triton_nested_gemm_fusion"):
+            return False
+        why = block_level_candidate(fusion)
+        if why is not None:
+            return False
+        emitter = native_emitter(fusion)
+        if emitter not in TRITON_WINS:
+            self.remark(fusion, f"{fusion.name} stays on the native {emitter} emitter (the model "
+                                f"expects it to beat the block-level emitter)", "missed",
+                        rule="native", emitter=emitter)
+            return False
+        bc = fusion.backend_config
+        bc = dict(bc) if isinstance(bc, dict) else {}
+        fbc = dict(bc.get("fusion_backend_config") or {})
+        fbc["kind"] = "__triton"
+        fbc["block_level_fusion_config"] = block_level_config_for(fusion)
+        bc["fusion_backend_config"] = fbc
+        for key, default in (("device_type", "DEVICE_TYPE_INVALID"),
+                             ("force_earliest_schedule", False), ("operation_queue_id", "0"),
+                             ("reification_cost", [])):
+            bc.setdefault(key, default)
+        fusion.set_backend_config(bc)
+        fusion.attrs["kind"] = "kCustom"
+        tiles = fbc["block_level_fusion_config"]["output_tiles"][0]["sizes"]
+        self.remark(fusion, f"{fusion.name} becomes a block-level Triton fusion (native emitter "
+                            f"would be {emitter}); output tile [{','.join(tiles)}]", "applied",
+                    rule="block-level", emitter=emitter)
+        return True
+
+
+__all__ = ["ConfigAssigner", "TRITON_WINS", "block_level_candidate", "native_emitter"]
