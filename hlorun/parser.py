@@ -34,6 +34,12 @@ from .ir.shape import (Shape, ShapeSyntaxError, compatible, intern,
                        parse_array_shape)
 from .source import HloParseError, offset_to_line_col
 
+#: Most operands one instruction may have.  XLA sets no limit, but real
+#: modules stay far below it (the widest while/tuple in the corpus has a few
+#: thousand); beyond it a hostile or broken file gets a clear error instead
+#: of minutes of parsing and gigabytes of IR.
+MAX_OPERANDS = 200_000
+
 MAX_NESTING = 64  # XLA's default max_recursion_depth is 256 for deep texts;
 # nested operands/shapes/literals beyond what the grammar admits are rejected.
 
@@ -212,6 +218,9 @@ class _Builder(Transformer):
     def simple_operands(self, c):
         tok = c[0]
         s = str(tok)
+        if len(s) > 2 * MAX_OPERANDS and s.count(",") >= MAX_OPERANDS:
+            self.fail(f"too many operands ({s.count(',') + 1}); hlorun accepts at most "
+                      f"{MAX_OPERANDS} per instruction", tok.start_pos)
         if "[" not in s and "#" not in s and "/*" not in s:
             # Plain names: the common case in XLA dumps.
             names = self.names
@@ -420,7 +429,11 @@ class _Builder(Transformer):
         return None
 
     def operand_list(self, c):
-        return [x for x in c if isinstance(x, Instruction)]
+        out = [x for x in c if isinstance(x, Instruction)]
+        if len(out) > MAX_OPERANDS:
+            self.fail(f"too many operands ({len(out)}); hlorun accepts at most "
+                      f"{MAX_OPERANDS} per instruction", self._last_pos)
+        return out
 
     def make_instruction(self, name: str, shape: Shape | None, op, attr_toks,
                          offset: int, nested: bool = False) -> Instruction:
@@ -500,6 +513,10 @@ class _Builder(Transformer):
             n = int(str(num_tok).strip("() \t"))
             if n < 0:
                 self.fail("parameter number must be >= 0", num_tok.start_pos)
+            if n >= len(self.text):  # parameters 0..n must all be in the text
+                self.fail(f"parameter number {n} is out of range: the module text "
+                          f"({len(self.text)} characters) cannot define {n} other "
+                          f"parameters", num_tok.start_pos)
             if n in self.param_numbers:
                 self.fail(f"Duplicate parameter number {n}", num_tok.start_pos)
             self.param_numbers.add(n)
@@ -879,6 +896,10 @@ class _Builder(Transformer):
         self.instruction(c)
         comp = self.cur
         comp.root = self.root or self.last
+        for i, p in enumerate(comp.parameters):  # XLA CHECK-fails: param_no < param_count
+            if p is None:
+                self.fail(f"invalid parameter number: computation has no parameter {i}",
+                          max(comp.root.pos, 0) if comp.root is not None else 0)
         m = Module("_")
         m.filename = self.filename
         for other in self.comp_order:
@@ -940,6 +961,9 @@ _ARRAY_SHAPE_RE = re.compile(
 
 
 def _flat_tuple(text: str, base: int, b: _Builder) -> Shape:
+    if len(text) > 2 * MAX_OPERANDS and text.count("]") > MAX_OPERANDS:
+        b.fail(f"too many tuple elements ({text.count(']')}); hlorun accepts at most "
+               f"{MAX_OPERANDS}", base)
     shapes = []
     for m in _ARRAY_SHAPE_RE.finditer(text):
         try:
@@ -1012,6 +1036,8 @@ class HloParser:
                 comps = b.comp_order
                 b.__dict__.update(saved)
             return comps[-1]
+        if text.startswith("\ufeff"):  # a UTF-8 byte-order mark: whitespace,
+            text = " " + text[1:]      # keeping every offset (line:col) as is
         b.reset(text, filename)
         if _SINGLE_RE.match(text):
             b.begin_single()

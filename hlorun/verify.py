@@ -91,7 +91,12 @@ class HloVerifier(Checker):
         out: list[Diagnostic] = []
         try:
             from .verifier.module import run
-            for instr, comp, message in run(module, self):
+            try:
+                found = list(run(module, self))
+            except RecursionError:  # deeply nested shapes: read-only, so rerun
+                from .deep import call_deep
+                found = call_deep(lambda: list(run(module, self)))
+            for instr, comp, message in found:
                 out.append(self.diag(module, instr, message, comp))
         except Exception as e:  # a checker never raises
             out.append(Diagnostic(rule=self.name, message=f"verifier crashed: {e!r}",

@@ -456,17 +456,75 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 
 
 def parse_shape_text(text: str) -> Shape:
-    """Parse a full shape (array, tuple with /*index*/ comments, buffer)."""
-    t = re.sub(r"/\*.*?\*/", "", text).strip()
-    if t.startswith("(") and t.endswith(")"):
-        inner = t[1:-1].strip()
-        if not inner:
-            return Shape.tuple(())
-        return Shape.tuple(parse_shape_text(p) for p in split_top_level(inner))
-    if t.startswith("b(") and t.endswith(")"):
-        from .shape import intern
-        return intern(Shape("buffer", buffer_of=parse_shape_text(t[2:-1])))
-    return parse_array_shape(t)
+    """Parse a full shape (array, tuple with /*index*/ comments, buffer).
+    One left-to-right scan with an explicit stack: linear in the text and
+    no recursion, however deep the tuples nest."""
+    from .shape import intern
+    t = re.sub(r"/\*.*?\*/", "", text) if "/*" in text else text
+    n = len(t)
+    # stack of (kind, elements): kind "(" a tuple, "b(" a buffer
+    stack: list[tuple[str, list]] = [("top", [])]
+    i = 0
+    expect_item = True
+    while True:
+        while i < n and t[i] in " \t\r\n":
+            i += 1
+        if i >= n:
+            break
+        ch = t[i]
+        if ch == "(" or t.startswith("b(", i):
+            if not expect_item:
+                raise ValueError(f"expects ',' or ')' in shape at offset {i}")
+            kind = "(" if ch == "(" else "b("
+            stack.append((kind, []))
+            i += len(kind)
+            continue
+        if ch == ")":
+            if len(stack) == 1:
+                raise ValueError(f"unbalanced ')' in shape at offset {i}")
+            kind, elems = stack.pop()
+            if kind == "b(":
+                if len(elems) != 1:
+                    raise ValueError("a buffer shape wraps one array shape")
+                done = intern(Shape("buffer", buffer_of=elems[0]))
+            else:
+                if expect_item and elems:
+                    raise ValueError(f"expects a shape before ')' at offset {i}")
+                done = Shape.tuple(elems)
+            stack[-1][1].append(done)
+            expect_item = False
+            i += 1
+            continue
+        if ch == ",":
+            if expect_item or len(stack) == 1:
+                raise ValueError(f"unexpected ',' in shape at offset {i}")
+            expect_item = True
+            i += 1
+            continue
+        if not expect_item:
+            raise ValueError(f"expects ',' or ')' in shape at offset {i}")
+        j = i
+        depth = 0
+        while j < n:
+            c = t[j]
+            if c in "[{":
+                depth += 1
+            elif c in "]}":
+                depth -= 1
+            elif depth <= 0 and c in ",)":
+                break
+            elif depth <= 0 and c == "(" and j > i and t[j - 1] not in "TP":
+                break
+            j += 1
+        stack[-1][1].append(parse_array_shape(t[i:j].strip()))
+        expect_item = False
+        i = j
+    if len(stack) != 1:
+        raise ValueError("unbalanced '(' in shape")
+    top = stack[0][1]
+    if len(top) != 1:
+        raise ValueError("expects one shape" if top else "expects a shape")
+    return top[0]
 
 
 @lru_cache(maxsize=256)
@@ -608,7 +666,7 @@ def parse_output_to_operand_aliasing(text: str) -> tuple:
         if not (rest.startswith("(") and rest.endswith(")")):
             raise ValueError("expects '(' after ':'")
         fields = split_top_level(rest[1:-1])
-        operand = fields[0].strip()
+        operand = fields[0].strip() if fields else ""
         if not re.fullmatch(r"-?\d+", operand):  # XLA's lexer takes negative ints
             raise ValueError("expects integer")
         out.append((_shape_index(out_idx_text), int(operand),

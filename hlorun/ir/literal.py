@@ -86,6 +86,21 @@ def _round_to(v: float, t: str) -> float:
         return float(np.array(v, dtype=np.float64).astype(dt).astype(np.float64))
 
 
+@lru_cache(maxsize=None)
+def _finite_max(t: str) -> float:
+    """The largest finite value of float type ``t`` (0.0 if unknown): a
+    value no larger in magnitude stays finite when rounded to ``t``."""
+    dt = _DTYPES.get(t)
+    if t == "f64":
+        return float(np.finfo(np.float64).max)
+    if dt is None:
+        return 0.0
+    try:
+        return float(ml_dtypes.finfo(dt).max)
+    except (ValueError, TypeError, AttributeError):
+        return 0.0
+
+
 def _int_range(t: str) -> tuple[int, int]:
     bits = bit_width(t)
     if t.startswith("s"):
@@ -103,8 +118,9 @@ _TOKEN_RE = re.compile(
 def _tokens(text: str):
     pos = 0
     n = len(text)
+    match = _TOKEN_RE.match
     while pos < n:
-        m = _TOKEN_RE.match(text, pos)
+        m = match(text, pos)
         if not m or m.end() == pos:
             if not text[pos:].strip():
                 return
@@ -114,6 +130,25 @@ def _tokens(text: str):
         if kind == "c":
             continue
         yield kind, m.group(kind), m.start(kind)
+
+
+def _token_list(text: str, shape: Shape) -> list:
+    """The literal's tokens, stopping (with the tokens so far) once there are
+    more scalars than the shape holds: the nesting check then reports the
+    extra element without tokenizing a huge rest."""
+    limit = 1
+    for d in shape.dimensions:
+        limit *= d
+    limit = 2 * limit + 8  # complex (re, im) pairs count two
+    out = []
+    scalars = 0
+    for tok in _tokens(text):
+        out.append(tok)
+        if tok[0] in ("num", "bool", "nan", "inf"):
+            scalars += 1
+            if scalars > limit:
+                break
+    return out
 
 
 _SCALAR_RE = re.compile(r"\s*(-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|true|false|-?inf|-?nan)\s*\Z")
@@ -165,6 +200,8 @@ def _check_scalar(kind: str, tok: str, t: str, offset: int) -> Any:
         v = float(tok)
         if math.isinf(v):
             raise LiteralError(f"value {tok} is out of range for literal's primitive type {t.upper()}", offset)
+        if -_finite_max(base) <= v <= _finite_max(base):
+            return v  # rounds to a finite value of the type
         conv = _round_to(v, base)
         if not math.isfinite(conv):
             raise LiteralError(f"value {tok} is out of range for literal's primitive type {t.upper()}", offset)
@@ -172,15 +209,70 @@ def _check_scalar(kind: str, tok: str, t: str, offset: int) -> Any:
     raise LiteralError(f"unsupported primitive type {t.upper()}", offset)
 
 
+_DROP_FLOAT_CHARS = str.maketrans("", "", "0123456789.-+eE \t\r\n")
+_DROP_INT_CHARS = str.maketrans("", "", "0123456789- \t\r\n")
+_BRACES_TO_SPACE = str.maketrans("{}", "  ")
+
+
+def _expected_skeleton(dims: tuple) -> str:
+    """A dense literal of ``dims`` with the numbers taken out: ``{,,}`` ..."""
+    inner = None
+    for d in reversed(dims):
+        inner = "{" + (","*(d - 1) if inner is None else ",".join([inner] * d)) + "}" \
+            if d else "{}"
+    return inner or ""
+
+
+def _parse_dense_fast(text: str, shape: Shape, want_values: bool):
+    """The common case in one vectorized sweep: a fully written array of
+    plain numbers (no comments, nan/inf, bools or ``...``).  Returns None
+    when the text is not that or a value needs the exact checks, so the
+    token-by-token parser reports the error."""
+    t = shape.element_type
+    dims = shape.dimensions
+    if not dims or t == "pred" or is_complex(t) or not (is_floating(t) or is_integral(t)):
+        return None
+    count = math.prod(dims)
+    if count == 0 or len(text) < 2 * count:  # too short to hold them all
+        return None
+    integral = is_integral(t)
+    skeleton = text.translate(_DROP_INT_CHARS if integral else _DROP_FLOAT_CHARS)
+    if skeleton != _expected_skeleton(dims):
+        return None
+    if text.count("+") != text.count("e+") + text.count("E+"):
+        return None  # a leading '+' is not a number in HLO text
+    parts = text.translate(_BRACES_TO_SPACE).split(",")
+    if len(parts) != count:
+        return None
+    try:
+        values = list(map(int if integral else float, parts))
+    except ValueError:  # '1-2', '1e', '' ...: the exact parser says where
+        return None
+    if integral:
+        lo, hi = _int_range(t)
+        if t.startswith("u") or min(values) < lo or max(values) > hi:
+            return None
+    else:
+        fmax = _finite_max({"c64": "f32", "c128": "f64"}.get(t, t))
+        arr = np.array(values, dtype=np.float64)
+        if not fmax or not np.all(np.abs(arr) <= fmax):  # nan compares False too
+            return None
+    return values if want_values else []
+
+
 def _parse_dense(text: str, shape: Shape, want_values: bool) -> list | None:
     """Check nesting against the shape (XLA's messages) and collect values."""
+    if len(text) > 4096:
+        fast = _parse_dense_fast(text, shape, want_values)
+        if fast is not None:
+            return fast if want_values else None
     dims = shape.dimensions
     rank = len(dims)
     t = shape.element_type
     values: list = [] if want_values else None  # type: ignore[assignment]
     nest = 0
     seen = [0] * rank
-    toks = list(_tokens(text))
+    toks = _token_list(text, shape)
     i = 0
     n = len(toks)
     if rank == 0:

@@ -228,7 +228,7 @@ class Shape:
 
     __slots__ = (
         "element_type", "dimensions", "dynamic", "layout", "tuple_shapes",
-        "buffer_of", "_str", "_str_nolayout", "_key",
+        "buffer_of", "_str", "_str_nolayout", "_key", "_hash",
     )
 
     def __init__(
@@ -244,16 +244,22 @@ class Shape:
         self.dimensions = tuple(dimensions)
         self.dynamic = tuple(dynamic) if dynamic is not None and any(dynamic) else None
         self.layout = layout
-        self.tuple_shapes = tuple(tuple_shapes) if tuple_shapes is not None else None
-        self.buffer_of = buffer_of
+        # Element shapes are interned, so a tuple's key holds them (compared
+        # by identity first, hashed from their cached hash): building,
+        # hashing and interning a shape nested N deep costs O(N), not O(N^2),
+        # and never recurses.
+        self.tuple_shapes = (tuple(intern(s) for s in tuple_shapes)
+                             if tuple_shapes is not None else None)
+        self.buffer_of = intern(buffer_of) if buffer_of is not None else None
         self._str: str | None = None
         self._str_nolayout: str | None = None
         if self.tuple_shapes is not None:
-            self._key = ("(", tuple(s._key for s in self.tuple_shapes))
+            self._key = ("(", self.tuple_shapes)
         elif buffer_of is not None:
-            self._key = ("b", buffer_of._key)
+            self._key = ("b", self.buffer_of)
         else:
             self._key = (element_type, self.dimensions, self.dynamic, layout)
+        self._hash = hash(self._key)
 
     # -- constructors -----------------------------------------------------
     @staticmethod
@@ -279,10 +285,16 @@ class Shape:
 
     # -- identity ---------------------------------------------------------
     def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, Shape) and self._key == other._key)
+        return self is other or (isinstance(other, Shape) and self._hash == other._hash
+                                 and self._key == other._key)
 
     def __hash__(self) -> int:
-        return hash(self._key)
+        return self._hash
+
+    def __reduce__(self):
+        # Rebuilt through the constructor: the cached hash is per process.
+        return (_rebuild_shape, (self.element_type, self.dimensions, self.layout,
+                                 self.dynamic, self.tuple_shapes, self.buffer_of))
 
     def __repr__(self) -> str:
         return f"Shape({self})"
@@ -301,6 +313,7 @@ class Shape:
 
     def _format(self, with_layout: bool) -> str:
         if self.tuple_shapes is not None:
+            _format_nested_first(self, with_layout)
             if not self.tuple_shapes:
                 return "()"
             out = []
@@ -371,11 +384,16 @@ class Shape:
 
     @property
     def has_layout(self) -> bool:
-        if self.tuple_shapes is not None:
-            return all(s.has_layout for s in self.tuple_shapes)
-        if self.buffer_of is not None:
-            return self.buffer_of.has_layout
-        return self.layout is not None or not is_array_type(self.element_type)
+        stack = [self]
+        while stack:
+            s = stack.pop()
+            if s.tuple_shapes is not None:
+                stack.extend(s.tuple_shapes)
+            elif s.buffer_of is not None:
+                stack.append(s.buffer_of)
+            elif s.layout is None and is_array_type(s.element_type):
+                return False
+        return True
 
     @property
     def minor_to_major(self) -> tuple[int, ...]:
@@ -400,12 +418,16 @@ class Shape:
         return n * bits // 8
 
     def leaves(self, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], "Shape"]]:
-        """(shape index, leaf array shape) pairs in depth-first order."""
-        if self.tuple_shapes is None:
-            return [(index, self)]
+        """(shape index, leaf array shape) pairs in depth-first order
+        (iterative: any nesting depth)."""
         out: list[tuple[tuple[int, ...], Shape]] = []
-        for i, s in enumerate(self.tuple_shapes):
-            out.extend(s.leaves(index + (i,)))
+        stack = [(index, self)]
+        while stack:
+            idx, s = stack.pop()
+            if s.tuple_shapes is None:
+                out.append((idx, s))
+            else:
+                stack.extend((idx + (i,), e) for i, e in reversed(list(enumerate(s.tuple_shapes))))
         return out
 
     def subshape(self, index: Sequence[int]) -> "Shape":
@@ -424,22 +446,14 @@ class Shape:
                             self.dynamic))
 
     def with_default_layout(self) -> "Shape":
-        if self.tuple_shapes is not None:
-            return Shape.tuple(s.with_default_layout() for s in self.tuple_shapes)
-        if self.buffer_of is not None:
-            return intern(Shape("buffer", buffer_of=self.buffer_of.with_default_layout()))
-        if not is_array_type(self.element_type):
-            return self
-        return self.with_layout(default_layout(len(self.dimensions)))
+        return map_array_leaves(self, lambda s: s.with_layout(default_layout(len(s.dimensions)))
+                                if is_array_type(s.element_type) else s)
 
     def with_default_layout_if_missing(self) -> "Shape":
         if self.has_layout:
             return self
-        if self.tuple_shapes is not None:
-            return Shape.tuple(s.with_default_layout_if_missing() for s in self.tuple_shapes)
-        if self.buffer_of is not None:
-            return intern(Shape("buffer", buffer_of=self.buffer_of.with_default_layout_if_missing()))
-        return self.with_default_layout()
+        return map_array_leaves(self, lambda s: s if s.layout is not None or not is_array_type(
+            s.element_type) else s.with_layout(default_layout(len(s.dimensions))))
 
     def with_element_type(self, element_type: str) -> "Shape":
         return intern(Shape(element_type, self.dimensions, self.layout, self.dynamic))
@@ -448,12 +462,60 @@ class Shape:
         return Shape.array(self.element_type, dimensions, layout)
 
     def without_layout(self) -> "Shape":
-        if self.tuple_shapes is not None:
-            return Shape.tuple(s.without_layout() for s in self.tuple_shapes)
-        return intern(Shape(self.element_type, self.dimensions, None, self.dynamic))
+        return map_array_leaves(
+            self, lambda s: intern(Shape(s.element_type, s.dimensions, None, s.dynamic)),
+            buffers=False)
 
 
 _INTERN: dict[tuple, Shape] = {}
+
+
+def _rebuild_shape(element_type, dimensions, layout, dynamic, tuple_shapes, buffer_of) -> Shape:
+    return intern(Shape(element_type, dimensions, layout, dynamic, tuple_shapes, buffer_of))
+
+
+def map_array_leaves(shape: Shape, fn, buffers: bool = True) -> Shape:
+    """``shape`` with every non-tuple element replaced by ``fn(element)``
+    (inside ``b(...)`` too unless ``buffers`` is false), the tuple structure
+    rebuilt; iterative, so any nesting depth works."""
+    done: dict[int, Shape] = {}
+    stack = [(shape, False)]
+    while stack:
+        s, ready = stack.pop()
+        if id(s) in done:
+            continue
+        if s.tuple_shapes is not None:
+            if ready:
+                done[id(s)] = Shape.tuple(done[id(e)] for e in s.tuple_shapes)
+            else:
+                stack.append((s, True))
+                stack.extend((e, False) for e in s.tuple_shapes if id(e) not in done)
+        elif s.buffer_of is not None and buffers:
+            done[id(s)] = intern(Shape("buffer", buffer_of=fn(s.buffer_of)))
+        else:
+            done[id(s)] = fn(s)
+    return done[id(shape)]
+
+
+def _format_nested_first(shape: Shape, with_layout: bool) -> None:
+    """Fill the text caches of ``shape``'s nested tuple/buffer elements
+    innermost first, so formatting a deeply nested shape never recurses
+    deeper than one level."""
+    attr = "_str" if with_layout else "_str_nolayout"
+    stack = [(shape, False)]
+    while stack:
+        s, ready = stack.pop()
+        if ready:
+            if s is not shape and getattr(s, attr) is None:
+                setattr(s, attr, s._format(with_layout))
+            continue
+        kids = s.tuple_shapes if s.tuple_shapes is not None else (
+            (s.buffer_of,) if s.buffer_of is not None else ())
+        pending = [k for k in kids if (k.tuple_shapes is not None or k.buffer_of is not None)
+                   and getattr(k, attr) is None]
+        if pending:
+            stack.append((s, True))
+            stack.extend((k, False) for k in pending)
 
 
 def intern(shape: Shape) -> Shape:
@@ -473,17 +535,23 @@ def intern(shape: Shape) -> Shape:
 def compatible(a: Shape, b: Shape) -> bool:
     """``ShapeUtil::Compatible``: same structure, types and dimensions;
     layouts and dynamic-dimension flags (``<=``) ignored."""
-    if a is b:
-        return True
-    if a.tuple_shapes is not None or b.tuple_shapes is not None:
-        if a.tuple_shapes is None or b.tuple_shapes is None:
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if a is b:
+            continue
+        if a.tuple_shapes is not None or b.tuple_shapes is not None:
+            if (a.tuple_shapes is None or b.tuple_shapes is None
+                    or len(a.tuple_shapes) != len(b.tuple_shapes)):
+                return False
+            stack.extend(zip(a.tuple_shapes, b.tuple_shapes))
+        elif a.buffer_of is not None or b.buffer_of is not None:
+            if a.buffer_of is None or b.buffer_of is None:
+                return False
+            stack.append((a.buffer_of, b.buffer_of))
+        elif a.element_type != b.element_type or a.dimensions != b.dimensions:
             return False
-        return len(a.tuple_shapes) == len(b.tuple_shapes) and all(
-            compatible(x, y) for x, y in zip(a.tuple_shapes, b.tuple_shapes))
-    if a.buffer_of is not None or b.buffer_of is not None:
-        return (a.buffer_of is not None and b.buffer_of is not None
-                and compatible(a.buffer_of, b.buffer_of))
-    return a.element_type == b.element_type and a.dimensions == b.dimensions
+    return True
 
 
 def compatible_ignoring_element_type(a: Shape, b: Shape) -> bool:
