@@ -471,6 +471,11 @@ class _Builder(Transformer):
                         self.fail(f"attribute {key}: expects "
                                   f"{'{...}' if kind == 'braced' else 'a string or JSON dict'}, "
                                   f"saw '{_clip(value)}'", voff)
+                    if key == "metadata":  # passes read it later: check it now
+                        try:
+                            A.parse_metadata(value)
+                        except ValueError as e:
+                            self.fail(f"attribute metadata: {e}", voff)
                 elif (kind, value) not in attr_ok:
                     try:
                         A.VALIDATORS[kind](value)

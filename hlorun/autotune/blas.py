@@ -92,6 +92,17 @@ def default_library(device: DeviceSpec) -> str | None:
     return libs[0] if libs else None
 
 
+#: (lhs, rhs, result) element types the Lt libraries take in one call, from
+#: the cublasLt type table XLA's GEMM rewriter checks
+#: (``TypesAreSupportedByCublasLt``); FP8 pairs are checked separately.
+LT_TYPE_COMBINATIONS = frozenset({
+    ("f16", "f16", "f16"), ("f16", "f16", "f32"), ("bf16", "bf16", "bf16"),
+    ("bf16", "bf16", "f32"), ("f32", "f32", "f32"), ("f64", "f64", "f64"),
+    ("s8", "s8", "s32"), ("s8", "s8", "s8"), ("s8", "s8", "f32"),
+    ("c64", "c64", "c64"), ("c128", "c128", "c128"),
+})
+
+
 def library_reasons(lib: str, problem: GemmProblem, device: DeviceSpec) -> list[str]:
     """Why ``lib`` cannot run this GEMM on this device (empty: it can)."""
     why: list[str] = []
@@ -118,6 +129,14 @@ def library_reasons(lib: str, problem: GemmProblem, device: DeviceSpec) -> list[
     if problem.lhs_type != problem.rhs_type and not any(t.startswith("f8") for t in types):
         why.append(f"mixed operand types {problem.lhs_type} x {problem.rhs_type} (the rewriter "
                    f"would need converts outside the call)")
+    elif L.lt and not why and not any(t.startswith("f8") for t in types):
+        out = problem.dot_type or problem.out_type
+        if (problem.lhs_type, problem.rhs_type, out) not in LT_TYPE_COMBINATIONS:
+            ok = sorted(f"{a}x{b}->{c}" for a, b, c in LT_TYPE_COMBINATIONS
+                        if a == problem.lhs_type)
+            why.append(f"{L.label} has no {problem.lhs_type} x {problem.rhs_type} -> {out} GEMM "
+                       f"(its type table takes " + (", ".join(ok) if ok else "none for "
+                                                     + problem.lhs_type) + ")")
     return why
 
 

@@ -145,4 +145,10 @@ def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,
         if "unfused_kernels" in e.parts:
             c.notes.append(f"prologue/epilogue left as separate kernels (+{e.parts['unfused_kernels']:.2f} us)")
         out.append(c)
+    if not out:
+        op_bytes = max(1, (problem.operand_bits + 7) // 8)
+        return [Candidate(lib, reasons=[
+            f"{B.LIBRARIES[lib].label} offers no algorithm: every kernel of its catalogue needs "
+            f"more than the {device.shared_memory_per_block // 1024} KiB of shared memory per "
+            f"block of {device.name} at {op_bytes} bytes per operand element"])]
     return out

@@ -42,7 +42,20 @@ def rows(records: Iterable[dict[str, Any]]) -> list[tuple]:
         out.append((r["instruction"], f"{r.get('shape')} {r.get('types')}",
                     f"{r['considered']}/{r['feasible']}/{len(r['rejected'])}",
                     short(r.get("winner")) if r.get("winner") else "NONE", short(r.get("runner_up")),
-                    margin, flips, r.get("source", "?")))
+                    margin, flips, r.get("source", "?") + (" (force infeasible)"
+                                                          if r.get("force_infeasible") else "")))
+    return out
+
+
+def force_lines(records: Iterable[dict[str, Any]]) -> list[str]:
+    """One line per GEMM a forced backend could not run: which, why, and
+    what the autotuner chose instead."""
+    out = []
+    for r in records:
+        fi = r.get("force_infeasible")
+        if fi:
+            out.append(f"{fi['force']} not applied to {fi['instruction']} [{fi['problem']}]: "
+                       f"{'; '.join(fi['reasons'])}; autotuned instead: {fi['instead']}")
     return out
 
 
@@ -79,6 +92,8 @@ def render(records: list[dict[str, Any]], explain: str | None = None) -> None:
         return
     report.table(f"autotuner on {records[0].get('device', '?')}: {len(records)} GEMM(s) "
                  f"(cands = considered/feasible/rejected)", COLUMNS, rows(records))
+    for line in force_lines(records):
+        report.warn(line)
     if explain is not None:
         for line in explain_lines(records, explain):
             report.info(line)

@@ -27,9 +27,14 @@ def autotune_options(fn):
         click.option("--autotune-results", "autotune_results", default=None, metavar="FILE",
                      help="Replay XLA's autotune_results.textproto."),
         click.option("--force-backend", "autotune_force", multiple=True, metavar="SPEC",
-                     help="triton|cublas|cublaslt|rocblas|hipblaslt for every GEMM, or "
-                          "INSTR=BACKEND[:config] for one (e.g. gemm_fusion_dot.7=triton:128x64x32/s3/w4, "
-                          "dot.7=cublaslt:3).  Repeatable."),
+                     help="triton|cublas|cublaslt|rocblas|hipblaslt|blas (the platform's Lt library) "
+                          "for every GEMM, or INSTR=BACKEND[:config] for one (e.g. "
+                          "gemm_fusion_dot.7=triton:128x64x32/s3/w4, dot.7=cublaslt:3).  A GEMM the "
+                          "backend cannot run is autotuned instead and reported with the reason.  "
+                          "Repeatable."),
+        click.option("--force-backend-strict", "autotune_force_strict", is_flag=True, default=None,
+                     help="Fail when a forced backend cannot run a GEMM (default: autotune that GEMM "
+                          "and report why)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -43,7 +48,8 @@ def autotune_section(kwargs: dict[str, Any], seed: int | None = None) -> dict[st
     measurements too."""
     keys = {"autotune_mode": "mode", "autotune_contention": "contention",
             "autotune_sampling": "sampling", "autotune_flip_seeds": "flip_seeds",
-            "autotune_cache": "cache", "autotune_results": "xla_results"}
+            "autotune_cache": "cache", "autotune_results": "xla_results",
+            "autotune_force_strict": "force_strict"}
     out: dict[str, Any] = {}
     for k, name in keys.items():
         v = kwargs.pop(k, None)
@@ -71,4 +77,6 @@ def command_flags(section: dict[str, Any]) -> list[str]:
     for f in str(section.get("force_backend") or "").split(";"):
         if f:
             out += ["--force-backend", f]
+    if section.get("force_strict"):
+        out.append("--force-backend-strict")
     return out

@@ -323,7 +323,7 @@ def parse_dim_labels(text: str) -> ConvDims:
 # Metadata, backend config, frontend attributes
 # ---------------------------------------------------------------------------
 
-_META_RE = re.compile(r'\s*([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_META_RE = re.compile(r'\s*([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s{}]+)')
 
 
 @lru_cache(maxsize=65536)
@@ -361,7 +361,8 @@ def format_metadata(meta: dict[str, Any]) -> str:
     parts = []
     for k, v in meta.items():
         if isinstance(v, str):
-            parts.append(f"{k}={quote(v)}")
+            braced = v.startswith("{") and v.endswith("}")  # profile_type={1}
+            parts.append(f"{k}={v if braced else quote(v)}")
         elif isinstance(v, bool):
             parts.append(f"{k}={'true' if v else 'false'}")
         else:

@@ -842,6 +842,9 @@ def parse_layout(text: str) -> Layout:
                     d = d.strip()
                     if not d:
                         continue
+                    if d != "*" and not re.fullmatch(r"\d+", d):
+                        raise ShapeSyntaxError(f"expects a tile dimension (integer or '*'), "
+                                               f"saw '{d}' in layout {text}")
                     dims.append(COMBINE_DIMENSION if d == "*" else int(d))
                 tiles.append(tuple(dims))
             kw["tiles"] = tiles

@@ -141,7 +141,61 @@ def test_force_backend_errors():
     with pytest.raises(UsageError, match="needs INSTR="):
         AT(force_backend="triton:64x64x32")
     with pytest.raises(PassError, match="cuBLAS is not available on MI300X"):
-        tune(S0, device="MI300X", force_backend="cublas")
+        tune(S0, device="MI300X", force_backend="cublas", force_strict=True)
+    # not strict: the GEMM is autotuned and the reason reported
+    _, p = tune(S0, device="MI300X", force_backend="cublas")
+    assert p.decisions[0].source == "model"
+    assert "cuBLAS is not available on MI300X" in p.infeasible[0].text()
+    with pytest.raises(UsageError, match="did you mean hipblaslt"):
+        AT(force_backend="hipblast")
+
+
+MIXED = TESTDATA / "autotune" / "force_mixed_f32_f16.hlo"
+
+
+@pytest.mark.parametrize("device,target,lib,label", [
+    ("MI300X", ROCM, "hipblaslt", "hipBLASLt"), ("H100", Target(), "cublaslt", "cuBLASLt")])
+@pytest.mark.parametrize("spec", ["LIB", "blas"])
+def test_force_backend_applies_where_feasible_and_says_why_not(device, target, lib, label, spec):
+    """One GEMM multiplies f32 operands into f16, which no Lt library takes
+    in one call: forcing the Lt library (by name or as ``blas``) forces the
+    f16 GEMM, autotunes the other and says why."""
+    m, p = tune(MIXED, device=device, target=target,
+                force_backend=spec.replace("LIB", lib))
+    by = {d.instruction: d for d in p.decisions}
+    assert by["gemm_fusion_dot.1"].source == "forced"
+    assert by["gemm_fusion_dot.1"].winner.backend == lib
+    assert by["gemm_fusion_dot.2"].source == "model"
+    assert by["gemm_fusion_dot.2"].winner.backend == "triton"
+    [bad] = p.infeasible
+    assert bad.instruction == "gemm_fusion_dot.2" and bad.problem == "128x64x512 f32->f16"
+    assert bad.reasons == [f"{label} has no f32 x f32 -> f16 GEMM (its type table takes "
+                           f"f32xf32->f32)"]
+    assert bad.instead.startswith("triton ")
+    text = print_module(m)
+    assert text.count("__cublas$lt$matmul") == 1 and "gemm_fusion_dot.2 = " in text
+    rec = [r for kind, r in p.records if r["instruction"] == "gemm_fusion_dot.2"][0]
+    assert rec["force_infeasible"]["reasons"] == bad.reasons
+    summary = [r for r in p.remarks if r.kind == "analysis" and "force" in r.message]
+    assert "forced 1 of 2 GEMMs; 1 could not take it" in summary[0].message
+
+
+def test_force_backend_strict_fails_with_the_reason():
+    with pytest.raises(PassError, match=r"gemm_fusion_dot.2 \[128x64x512 f32->f16\]: "
+                                        r"--force-backend hipblaslt cannot run it: hipBLASLt has no "
+                                        r"f32 x f32 -> f16 GEMM"):
+        tune(MIXED, device="MI300X", force_backend="hipblaslt", force_strict=True)
+
+
+def test_force_backend_unknown_instruction_is_an_error_with_did_you_mean():
+    with pytest.raises(PassError, match=r"no GEMM matches 'dot\.9'; did you mean dot\.2 or "
+                                        r"dot\.1\? GEMMs in this module: dot\.1, dot\.2"):
+        tune(MIXED, device="MI300X", force_backend="dot.9=triton")
+    with pytest.raises(PassError, match="did you mean gemm_fusion_dot.1"):
+        tune(MIXED, device="MI300X", force_backend="gemm_fusoin_dot.1=hipblaslt")
+    # globs that match something are fine
+    _, p = tune(MIXED, device="MI300X", force_backend="gemm_fusion_dot.*=triton")
+    assert all(d.source == "forced" for d in p.decisions)
 
 
 # -- cache and XLA results -----------------------------------------------------------

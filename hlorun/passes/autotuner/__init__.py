@@ -31,7 +31,8 @@ from ...autotune.cache import Cache, CachedChoice, XlaResults, gemm_key
 from ...autotune.candidates import (TRITON, Candidate, blas_candidates, triton_candidate,
                                     triton_candidates)
 from ...autotune.devices import DeviceSpec, get_device
-from ...autotune.force import Force, force_for, parse_force
+from ...autotune.force import (Force, Infeasible, check_patterns, force_for, parse_force,
+                               resolve_backend)
 from ...autotune.problem import (GemmProblem, find_dot, gemm_problem, is_blas_call,
                                        is_triton_gemm_fusion)
 from ...autotune.select import Decision, decide, model_pick, runner_up
@@ -59,6 +60,7 @@ class Autotuner(Pass):
     exhaustive: bool = False
     split_k: bool = False
     force_backend: str = ""
+    force_strict: bool = False
     cache: str = ""
     xla_results: str = ""
     pin_blas_output_layout: bool = True
@@ -76,6 +78,7 @@ class Autotuner(Pass):
         contention_sigma(self.contention)
         object.__setattr__(self, "forces", parse_force(self.force_backend))
         object.__setattr__(self, "decisions", [])
+        object.__setattr__(self, "infeasible", [])
 
     @classmethod
     def from_pipeline(cls, spec: Any, options: dict[str, Any], target: Target) -> "Autotuner":
@@ -182,6 +185,11 @@ class Autotuner(Pass):
     def run(self, module: Module) -> bool:
         d = self.device_spec()
         gemms = self.gemm_fusions(module)
+        try:
+            check_patterns(self.forces, [self.gemm_names(g) for g in gemms])
+        except UsageError as e:  # a typo in INSTR=: the pass cannot do what was asked
+            raise PassError(str(e)) from None
+        self.infeasible.clear()
         cache = Cache(self.cache or None)
         xres = XlaResults.load(self.xla_results) if self.xla_results else None
         if xres is not None:
@@ -200,14 +208,67 @@ class Autotuner(Pass):
         for g in gemms:
             changed |= self.tune(g, d, cache, xres)
         cache.save()
+        if self.infeasible:
+            forced = sum(1 for dec in self.decisions if dec.source == "forced")
+            self.remark(None, f"--force-backend: forced {forced} of {len(gemms)} GEMMs; "
+                              f"{len(self.infeasible)} could not take it: "
+                              + " | ".join(x.text() for x in self.infeasible), kind="analysis",
+                        forced=forced, infeasible=[x.to_json() for x in self.infeasible])
         return changed
+
+    @staticmethod
+    def gemm_names(g: Instruction) -> tuple[str, ...]:
+        """The names ``INSTR=`` of --force-backend may use for this GEMM."""
+        dot = find_dot(g.fused_computation) if g.opcode == "fusion" else None
+        return (g.name, dot.name if dot else "", g.name.removeprefix("gemm_fusion_"))
+
+    def forced_candidates(self, g: Instruction, p: GemmProblem, d: DeviceSpec,
+                          force: Force) -> tuple[list[Candidate], list[str]]:
+        """The candidates ``force`` allows, and why none is feasible (empty
+        when one is)."""
+        try:
+            cands = self.candidates(g, p, d, force)
+        except PassError as e:
+            return [], [e.message]
+        if any(c.feasible for c in cands):
+            return cands, []
+        reasons = []
+        for c in [c for c in cands if c.reasons][:4]:
+            r = "; ".join(c.reasons)
+            if c.config is not None:
+                r = f"{c.label}: {r}"
+            if c.hypothetical is not None and p.flops:
+                r += (f" (had it fit: {c.hypothetical.ns / 1e3:.1f} us, "
+                      f"{p.flops / c.hypothetical.ns / 1e3:.0f} TFLOP/s)")
+            reasons.append(r)
+        reasons = list(dict.fromkeys(reasons))
+        return cands, reasons or [f"{force.backend} offers no algorithm for this GEMM"]
 
     def tune(self, g: Instruction, d: DeviceSpec, cache: Cache, xres: XlaResults | None) -> bool:
         p = gemm_problem(g)
         dot = find_dot(g.fused_computation) if g.opcode == "fusion" else None
-        names = (g.name, dot.name if dot else "", g.name.removeprefix("gemm_fusion_"))
-        force = force_for(self.forces, names)
-        cands = self.candidates(g, p, d, force)
+        force = force_for(self.forces, self.gemm_names(g))
+        infeasible = None
+        if force is not None:
+            if force.backend != resolve_backend(force.backend, d.is_rocm):
+                force = Force(force.pattern, resolve_backend(force.backend, d.is_rocm),
+                              force.config, force.algorithm)
+            cands, why = self.forced_candidates(g, p, d, force)
+            if why:
+                infeasible = Infeasible(g.name, f"--force-backend {force.text}",
+                                        f"{p.shape_text} {p.types_text}", why)
+                # A force naming this GEMM (INSTR=...) asked for exactly this and
+                # fails (S4: the config that cannot run, with its figures); a
+                # global force is best effort unless force_strict.
+                if self.force_strict or force.pattern is not None:
+                    raise PassError(infeasible.text() + (" (--force-backend-strict)"
+                                                         if force.pattern is None else ""),
+                                    instruction=g.name,
+                                    computation=g.parent.name if g.parent else None)
+                force = None  # autotune this one as if nothing were forced
+                cands = self.candidates(g, p, d, None)
+        else:
+            cands = self.candidates(g, p, d, None)
         key = gemm_key(g, d.name)
         dec = None
         if force is None:
@@ -233,12 +294,18 @@ class Autotuner(Pass):
             raise PassError(f"{g.name} [{p.shape_text} {p.types_text}] on {d.name}: {what} rejected: "
                             + " | ".join(reasons), instruction=g.name,
                             computation=g.parent.name if g.parent else None)
+        if infeasible is not None:
+            infeasible.instead = dec.winner.label
+            self.infeasible.append(infeasible)
+            dec.notes.append(infeasible.text())
+            self.remark(g, infeasible.text(), kind="missed", reasons=infeasible.reasons)
         cache.put(key, CachedChoice(dec.winner.backend, dec.winner.config,
                                     dec.winner.algorithm.index if dec.winner.algorithm else None,
                                     {"instruction": g.name, "device": d.name, "shape": p.shape_text,
                                      "types": p.types_text, "estimate_ns": round(dec.winner.ns, 1)}))
         self.decisions.append(dec)
-        self._record(dict(device=d.name, **dec.to_json()))
+        self._record(dict(device=d.name, **dec.to_json(),
+                          **({"force_infeasible": infeasible.to_json()} if infeasible else {})))
         self.remark(g, self.summary(dec, d), kind="applied", derived_from=[dot] if dot else [],
                     backend=dec.winner.backend, winner=dec.winner.label)
         for c in dec.rejected:
