@@ -36,6 +36,7 @@ REGISTRY: dict[str, str] = {
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "multi_output_fusion": "hlorun.passes.multi_output_fusion:MultiOutputFusion",
+    "operand_converter": "hlorun.passes.dot_operand_converter:DotOperandConverter",
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
