@@ -50,9 +50,10 @@ from dataclasses import dataclass
 from ...ir.module import Computation, Instruction, Module
 from ..base import Pass
 from .analysis import (FusionView, fusible_computations, emitter_kind, fusion_kind_for, is_fusible, is_fusible_bitcast,
-                       reduction_dims)
+                       is_generic_triton_fusion, reduction_dims)
 from .fuse import create_fusion, fuse_into, replace_with_fusion
 from .model import LAUNCH_US, Estimate, device_of, estimate
+from .triton import can_fuse_triton, involves_triton, triton_backend_config, triton_estimate
 
 MAX_PARAMETERS = 96
 INF = float("inf")
@@ -105,7 +106,8 @@ class _Queue:
     def time(self, instr: Instruction) -> Estimate:
         got = self.cache.get(instr)
         if got is None:
-            got = self.cache[instr] = estimate([instr], instr, self.device)
+            est = triton_estimate if is_generic_triton_fusion(instr) else estimate
+            got = self.cache[instr] = est([instr], instr, self.device)
         return got
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
@@ -113,7 +115,8 @@ class _Queue:
         hit = self.pair_cache.get((producer, consumer))
         if hit is not None and hit[0] == vp and hit[1] == vc:
             return hit[2]
-        got = estimate([producer, consumer], consumer, self.device)
+        est = triton_estimate if involves_triton(producer, consumer) else estimate
+        got = est([producer, consumer], consumer, self.device)
         self.pair_cache[(producer, consumer)] = (vp, vc, got)
         return got
 
@@ -130,6 +133,8 @@ class _Queue:
             return "the producer is not fusible"
         if not is_fusible(consumer):
             return "the consumer is not fusible"
+        if involves_triton(producer, consumer):  # CanFuseTriton: Triton or nothing
+            return can_fuse_triton(producer, consumer)
         if is_fusible_bitcast(consumer):
             return "not fusing into a single bitcast as consumer"
         if _significant_reduce(producer) and _significant_reduce(consumer):
@@ -286,6 +291,8 @@ class _Queue:
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")
         fuse_into(fusion, producer)
+        if kind == "kCustom" and involves_triton(producer, fusion):
+            triton_backend_config(fusion, producer, consumer)
         return fusion
 
     def fuse_constants(self) -> bool:

@@ -1,0 +1,99 @@
+"""Priority fusion with generic Triton fusions (XLA's
+``PriorityFusionQueue::CanFuseTriton`` path).
+
+When the producer or the consumer is a generic Triton fusion (``__triton``,
+e.g. a ``triton_softmax`` from softmax-rewriter-triton), they may fuse only
+if the result is a Triton fusion too: every instruction of both must be
+supported by the Triton emitter (XLA also needs SymbolicTileAnalysis to tile
+the result).  The native-emitter rules (reduce into reduce, reduction
+epilogues turning into loop fusions) do not apply.  The result keeps the
+``__triton`` backend kind with a block-level config for the new body.
+
+Estimates: a Triton fusion is a tiled kernel -- each input element is read
+once and the output written once, whatever broadcasts and reductions sit
+inside -- so :func:`triton_estimate` charges the distinct bytes read and
+written at DRAM bandwidth, plus one flop per element of each arithmetic op
+(a simplification of XLA's indexing-based tiled cost model).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...ir.module import Instruction
+from ...ir.opcode import ELEMENTWISE
+from ...ir.shape import byte_width
+from .analysis import is_generic_triton_fusion
+from .model import Device, Estimate, Units
+
+
+def involves_triton(producer: Instruction, consumer: Instruction) -> bool:
+    return is_generic_triton_fusion(producer) or is_generic_triton_fusion(consumer)
+
+
+def _members(instr: Instruction) -> list[Instruction]:
+    if instr.opcode == "fusion":
+        return [i for i in instr.fused_computation.instructions if i.opcode != "parameter"]
+    return [instr]
+
+
+def can_fuse_triton(producer: Instruction, consumer: Instruction) -> str | None:
+    """None if producer + consumer can be one Triton fusion, else why not."""
+    from ..triton_support import unsupported_instruction
+    for unit in (producer, consumer):
+        if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
+            return "multi-output fusions are not supported by the Triton emitter"
+        for m in _members(unit):
+            why = unsupported_instruction(m)
+            if why:
+                return why
+    if producer.shape.is_tuple or consumer.shape.is_tuple:
+        return "tuple-shaped values are not supported by the Triton emitter"
+    return None
+
+
+def _bytes(shape) -> int:
+    return math.prod(shape.dimensions) * byte_width(shape.element_type) if shape.is_array else 0
+
+
+def triton_estimate(units: list[Instruction], root_unit: Instruction, device: Device) -> Estimate:
+    u = Units(units)
+    reads: dict[Instruction, int] = {}
+    flops = 0
+    for m in u.members:
+        if m.opcode in ELEMENTWISE and m.opcode not in ("convert", "copy"):
+            flops += math.prod(m.shape.dimensions) if m.shape.is_array else 0
+        if m.opcode == "reduce":
+            flops += math.prod(m.operands[0].shape.dimensions)
+        for op in m.operands:
+            src = u.resolve(op)
+            if src not in u.member_set and not (src.opcode == "constant"):
+                reads[src] = _bytes(src.shape)
+    read = sum(reads.values())
+    write = _bytes(u.root_of(root_unit).shape)
+    mem_s = (read + write) / device.bandwidth
+    compute_s = flops / (device.cores * device.fpus_per_core * device.clock_ghz * 2) * 1e-9
+    t = max(mem_s, compute_s) + min(mem_s, compute_s) * 0.05
+    out = max(1, math.prod(u.root_of(root_unit).shape.dimensions))
+    return Estimate(t * 1e6, read, read, write, int(flops), max(1, out // 1024), 128, "triton")
+
+
+def triton_backend_config(fusion: Instruction, *sources: Instruction) -> None:
+    """Give ``fusion`` the ``__triton`` backend kind (the first Triton
+    source's config, with a block-level config for the new body)."""
+    from ..triton_support import block_level_config_for
+    base = None
+    for s in sources:
+        if is_generic_triton_fusion(s):
+            base = s.backend_config
+            break
+    bc = dict(base) if isinstance(base, dict) else {}
+    fbc = dict(bc.get("fusion_backend_config") or {})
+    fbc["kind"] = "__triton"
+    if fusion.fused_computation.root.shape.is_array:
+        fbc["block_level_fusion_config"] = block_level_config_for(fusion)
+    bc["fusion_backend_config"] = fbc
+    fusion.set_backend_config(bc)
+
+
+__all__ = ["can_fuse_triton", "involves_triton", "triton_backend_config", "triton_estimate"]
