@@ -5,7 +5,7 @@ fingerprints on a big module; where does the time go?
 
 Default input: the largest corpus module by instruction count
 (hlo_mixtral_8x7b_bf16_2x8, 43.7k instructions).  For each input it runs
-the compile session the CLI runs (--diff changed, --dump-to a temp dir,
+the compile the CLI runs (hlorun.compile + the text view) (--diff changed, --dump-to a temp dir,
 hlo-verifier after each changed pass, --check-changed) with the rendered
 diffs going to /dev/null, and prints parse / passes / machinery seconds:
 checkers, fingerprints (--check-changed) and each listener (diffs, dumps).
@@ -34,32 +34,30 @@ DEFAULT = SHARED / "corpus/xla/files/xla__tools__benchmarks__hlo__hlo_mixtral_8x
 
 
 def run_once(path: str, pipeline: str | None, check_changed: bool):
+    import hlorun
     from hlorun import report
-    from hlorun.compile_session import CompileSession
+    from hlorun.cli.compile_view import render_text
+    from hlorun.fileio import write_atomic
     # Rendered diffs and the table go to an in-memory sink (their rendering
     # cost is still measured, inside the diff listener).
     sink = io.StringIO()
     report.console().file = sink
-    out = io.StringIO()
-    saved = sys.stdout
     with tempfile.TemporaryDirectory() as tmp:
-        s = CompileSession(file=path, pipeline=pipeline, output=os.path.join(tmp, "out.hlo"),
-                           fmt="text", diff_mode="changed", dump_to=os.path.join(tmp, "dump"),
-                           check_changed=check_changed, clock=time.process_time)
         t0 = time.process_time()
-        sys.stdout = out
-        try:
-            code = s.run()
-        finally:
-            sys.stdout = saved
+        res = hlorun.compile(path, pipeline, diffs="changed", dump_to=os.path.join(tmp, "dump"),
+                             check_changed=check_changed, lineage=False, copy=False,
+                             diff_sink=report.diff_block, clock=time.process_time)
+        if res.exit_code == 0:
+            write_atomic(os.path.join(tmp, "out.hlo"), res.text())
+        render_text(res)
         wall = time.process_time() - t0
         n_dumps = len(os.listdir(os.path.join(tmp, "dump")))
-    r = s.result
+    r = res.run
     diff_lines = sink.getvalue().count("\n")
-    return {"wall": wall, "parse": s.parse_seconds, "passes": r.pass_seconds,
+    return {"wall": wall, "parse": res.parse_seconds, "passes": r.pass_seconds,
             "checkers": r.checker_seconds, "fingerprints": r.fingerprint_seconds,
             "listeners": dict(r.listener_seconds), "machinery": r.machinery_seconds,
-            "pipeline_total": r.seconds, "code": code, "events": len(r.events),
+            "pipeline_total": r.seconds, "code": res.exit_code, "events": len(r.events),
             "changed": sum(e.changed for e in r.events), "instructions": r.instructions_before,
             "after": r.module.instruction_count, "dumps": n_dumps, "diff_lines": diff_lines,
             "slowest": sorted(((e.seconds, e.path) for e in r.events), reverse=True)[:3]}

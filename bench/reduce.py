@@ -47,7 +47,8 @@ def main() -> None:
 
     from hlorun.fileio import load_module, write_atomic
     from hlorun.printer import print_module
-    from hlorun.reduce import CompileConfig, ReduceOptions, Reducer, parse_condition
+    from hlorun.cli.compile_options import compile_config
+    from hlorun.reduce import ReduceOptions, Reducer, parse_condition
     from hlorun.testing.embed import embed
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,7 +56,7 @@ def main() -> None:
         m = embed(load_module(args.host), load_module(args.guest))
         text = print_module(m)
         write_atomic(model, text)
-        cfg = CompileConfig.from_argv([model, "--pipeline", args.pipeline])
+        cfg = compile_config([model, "--pipeline", args.pipeline])
         cond = parse_condition(args.until)
         cond.prepare(cfg)
         names = args.strategies.split(",") if args.strategies else None

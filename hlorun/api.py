@@ -232,7 +232,7 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
                          parse_seconds=parse_seconds, lineage=lineage, numerics=numerics,
                          dump_files=list(dumper.files) if dumper else [],
                          repro=repro.bundle if repro else None, buffers=buffers,
-                         diffs=capture.kept if capture is not None else {})
+                         diffs=capture.kept if capture is not None else {}, snapshots=cache)
 
 
 def _command_line(input_name: str, options: CompileOptions) -> str:

@@ -117,6 +117,8 @@ class Autotuning:
     xla_results: str | None = None  # XLA's autotune_results.textproto to replay
     #: "triton" for every GEMM, or "INSTR=BACKEND[:config]" for one
     force_backend: tuple[str, ...] = ()
+    #: fail when a forced backend cannot run a GEMM (default: autotune it, say why)
+    force_strict: bool | None = None
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -130,7 +132,7 @@ class Autotuning:
         out: dict[str, Any] = {}
         for f, key in (("mode", "mode"), ("contention", "contention"), ("sampling", "sampling"),
                        ("flip_seeds", "flip_seeds"), ("cache", "cache"),
-                       ("xla_results", "xla_results")):
+                       ("xla_results", "xla_results"), ("force_strict", "force_strict")):
             v = getattr(self, f)
             if v is not None:
                 out[key] = v
@@ -213,21 +215,29 @@ class CompileOptions:
         opts = base or cls()
         xla_flags = kwargs.pop("xla_flags", None)
         groups: dict[str, dict[str, Any]] = {}
+        xla: list[tuple[str, str, Any]] = []
         for k, v in kwargs.items():
             if k == "seed":  # one seed: random inputs and noisy measurements
                 groups.setdefault("numerics", {})["seed"] = v
                 groups.setdefault("autotune", {})["seed"] = v
                 continue
-            target = FLAT.get(k) or XLA_FLAG_FIELDS.get(k)
+            if k in XLA_FLAG_FIELDS:
+                xla.append((*XLA_FLAG_FIELDS[k], v))
+                continue
+            target = FLAT.get(k)
             if target is None:
                 import difflib
                 near = difflib.get_close_matches(k, list(FLAT) + list(XLA_FLAG_FIELDS), n=3)
                 raise TypeError(f"unknown compile option {k!r}"
                                 + (f"; did you mean {', '.join(near)}?" if near else ""))
             g, f = target
-            if k in XLA_FLAG_FIELDS and f in ("disable_passes", "enable_passes_only"):
-                v = getattr(getattr(opts, g), f) + groups.get(g, {}).get(f, ()) + _names(v)
             groups.setdefault(g, {})[f] = v
+        for g, f, v in xla:  # XLA's spellings add to the lists, else fill what is unset
+            group = groups.setdefault(g, {})
+            if f in ("disable_passes", "enable_passes_only"):
+                group[f] = _names(group.get(f, getattr(getattr(opts, g), f))) + _names(v)
+            elif group.get(f) is None:
+                group[f] = v
         if groups:
             opts = replace(opts, **{g: replace(getattr(opts, g), **kw) for g, kw in groups.items()})
         if xla_flags:
@@ -280,6 +290,8 @@ class CompileOptions:
                 argv += [flag, str(getattr(a, f))]
         for fb in a.force_backend:
             argv += ["--force-backend", fb]
+        if a.force_strict:
+            argv.append("--force-backend-strict")
         seed = n.seed or a.seed
         if seed:
             argv += ["--seed", str(seed)]
@@ -310,6 +322,7 @@ def _flat() -> dict[str, tuple[str, str]]:
     renames = {("numerics", "check"): "check_numerics", ("numerics", "inputs"): "numerics_inputs",
                ("autotune", "mode"): "autotune", ("autotune", "cache"): "autotune_cache",
                ("autotune", "xla_results"): "autotune_results",
+               ("autotune", "force_strict"): "force_backend_strict",
                ("autotune", "seed"): "autotune_seed", ("numerics", "seed"): "numerics_seed"}
     for g in fields(CompileOptions):
         for f in fields(g.default_factory()):  # type: ignore[misc]

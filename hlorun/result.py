@@ -102,6 +102,7 @@ class CompileResult:
     #: assignment of the final module (``compile(..., buffers=True)``)
     buffers: Any = None
     diffs: dict[int, list[str]] = field(default_factory=dict)
+    snapshots: Any = None  # the run's SnapshotCache (hlorun.snapshots)
     _passes: list[PassRecord] | None = None
     _kernels: list[Any] | None = None
 
@@ -201,8 +202,10 @@ class CompileResult:
 
     def text(self, form: str = "full") -> str:
         """The compiled module printed (``form``: a printer preset)."""
-        from .printer import PRESETS, print_module
-        return print_module(self.module, PRESETS[form])
+        if self.snapshots is not None:  # reuses the prints of diffs and dumps
+            return self.snapshots.module_text(self.module, form=form)
+        from .printer import print_module
+        return print_module(self.module, form=form)
 
     # -- reports ---------------------------------------------------------------------
     def to_json(self, input: str | None = None, output: str | None = None) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+import hlorun
 from hlorun import snapshots as S
-from hlorun.compile_session import CompileSession
 from hlorun.fileio import load_module
 from hlorun.fingerprint import fingerprint
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
@@ -123,14 +123,13 @@ def test_run_is_the_same_without_incremental_checks(inp, tmp_path):
     out = {}
     for inc in (True, False):
         d = tmp_path / str(inc)
-        s = CompileSession(file=str(_path(INPUTS[inp])), pipeline="gpu-rocm-41481",
-                           output=str(d / "out.hlo"), dump_to=str(d / "dump"), keep_going=True,
-                           incremental_checks=inc, diff_mode="none")
-        code = s.run()
-        r = s.result
-        out[inc] = (code, [(v.rule, v.instruction, v.after_pass, v.message) for v in r.violations],
+        res = hlorun.compile(_path(INPUTS[inp]), "gpu-rocm-41481", dump_to=str(d / "dump"),
+                             keep_going=True, incremental_checks=inc, lineage=False)
+        r = res.run
+        out[inc] = (res.exit_code,
+                    [(v.rule, v.instruction, v.after_pass, v.message) for v in r.violations],
                     [(e.path, e.changed, e.instructions_after) for e in r.events],
-                    (d / "out.hlo").read_text() if (d / "out.hlo").exists() else None,
+                    res.text(),
                     {p.name: p.read_text() for p in (d / "dump").iterdir()
                      if not p.name.endswith(".json")})
     assert out[True] == out[False]

@@ -22,7 +22,7 @@ from hlorun.explain import explain_kernels, run_with_lineage
 from hlorun.fileio import read_text
 from hlorun.kernel_diff import compare_kernels
 from hlorun.lineage import LineageTracker
-from hlorun.reduce import CompileConfig
+from hlorun.cli.compile_options import compile_config
 from hlorun.reduce.bisect import first_difference
 
 from .conftest import TESTDATA, shared_path
@@ -40,8 +40,8 @@ def run(*args: str):
 @pytest.fixture(scope="module")
 def diverged():
     ta, tb = LineageTracker(), LineageTracker()
-    a = CompileConfig.from_argv([str(MODEL), "--pipeline", str(OLD)])
-    b = CompileConfig.from_argv([str(MODEL), "--pipeline", str(NEW)])
+    a = compile_config([str(MODEL), "--pipeline", str(OLD)])
+    b = compile_config([str(MODEL), "--pipeline", str(NEW)])
     d = first_difference(read_text(MODEL), str(MODEL), a, b, [ta], [tb])
     return d, compare_kernels(d.module_a, ta, d.module_b, tb)
 

@@ -30,15 +30,40 @@ import shlex
 import shutil
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..fileio import read_text, write_atomic
-from .pieces import argv_from_params, failure_text, pipeline_yaml, versions, xla_flags
+from .pieces import failure_text, pipeline_yaml, versions, xla_flags
 from .readme import readme
 from .scrub import Scrubber
 
 ROOT = "hlorun-bug-report"
+
+
+@dataclass
+class Compiled:
+    """What a bug report is made from: the module file, the compile
+    command's arguments (without the word ``compile``), the result and
+    where the module was written (``-o``)."""
+
+    file: str
+    argv: list[str]
+    compiled: Any  # hlorun.CompileResult
+    output: str | None = None
+
+    @property
+    def result(self):
+        """The pipeline run (:class:`hlorun.pipeline.PipelineResult`)."""
+        return self.compiled.run
+
+    @property
+    def autotune(self) -> dict[str, Any]:
+        return self.compiled.options.autotune.section()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.compiled.to_json(input=self.file, output=self.output)
 
 
 def is_archive(path: str) -> bool:
@@ -57,10 +82,11 @@ def staging_dir(dest: str) -> Path:
     return p
 
 
-def write_bundle(dest: str, staging: Path, session, argv: list[str], reduce: bool = False,
+def write_bundle(dest: str, staging: Path, session: Compiled, reduce: bool = False,
                  reduce_timeout: float | None = 300.0) -> dict[str, Any]:
-    """Fill ``staging`` from a finished compile ``session`` and pack it to
+    """Fill ``staging`` from a finished compile (``session``) and pack it to
     ``dest``.  Returns a summary (files, reduced sizes)."""
+    argv = list(session.argv)
     res = session.result
     assert res is not None
     spec = res.spec
@@ -97,11 +123,11 @@ def write_bundle(dest: str, staging: Path, session, argv: list[str], reduce: boo
         put("autotune.json", json.dumps(scrub.value({"decisions": decisions}), indent=2) + "\n")
     if cache_name:
         put(cache_name, scrub.text(read_text(cache)))
-    put("result.json", json.dumps(scrub.value(session.to_json(res)), indent=2) + "\n")
+    put("result.json", json.dumps(scrub.value(session.to_json()), indent=2) + "\n")
     put("versions.json", json.dumps(versions(), indent=2) + "\n")
     reduced = None
     if reduce:
-        reduced = _reduce(session, argv, res, staging, reduce_timeout)
+        reduced = _reduce(session, res, staging, reduce_timeout)
         if reduced is not None:
             put("reduced.hlo", scrub.module(reduced.text))
             put("reduce.json", json.dumps(scrub.value(reduced.to_json()), indent=2) + "\n")
@@ -163,7 +189,7 @@ def _autotune_cache(spec) -> str | None:
     return None
 
 
-def _reduce(session, argv: list[str], res, staging: Path, timeout: float | None):
+def _reduce(session: Compiled, res, staging: Path, timeout: float | None):
     from .. import report
     from ..reduce import CompileConfig, ReduceOptions, Reducer
     from ..reduce.conditions import PassFailsCondition, ViolationCondition
@@ -174,7 +200,7 @@ def _reduce(session, argv: list[str], res, staging: Path, timeout: float | None)
     else:
         report.warn("--reduce: the compile succeeded; nothing to reduce")
         return None
-    cfg = CompileConfig(session=session, argv=list(argv))
+    cfg = CompileConfig(session.file, session.compiled.options, list(session.argv))
     cond.prepare(cfg)
     bar = None
 
@@ -213,5 +239,5 @@ def _tar(staging: Path, dest: str) -> None:
     write_atomic(dest, gz.getvalue())
 
 
-__all__ = ["Scrubber", "argv_from_params", "failure_text", "pipeline_yaml", "staging_dir",
+__all__ = ["Compiled", "Scrubber", "failure_text", "pipeline_yaml", "staging_dir",
            "versions", "write_bundle", "xla_flags"]

@@ -6,38 +6,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
-def argv_from_params(command, params: dict[str, Any]) -> list[str]:
-    """An argv equivalent to ``params`` for click ``command`` (defaults
-    omitted), so options added to ``compile`` later are recorded too."""
-    import click
-    out: list[str] = []
-    positional: list[str] = []
-    for p in command.params:
-        v = params.get(p.name)
-        if isinstance(p, click.Argument):
-            if v is not None:
-                positional += [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
-            continue
-        if not isinstance(p, click.Option) or p.hidden and v in (None, False, ()):
-            continue
-        if v is None or v == p.default or (p.multiple and not v):
-            continue
-        name = max(p.opts, key=len)
-        if p.is_flag and p.secondary_opts:
-            out.append(name if v else max(p.secondary_opts, key=len))
-        elif p.is_flag:
-            if v:
-                out.append(name)
-        elif p.multiple:
-            for x in v:
-                out += [name] + ([str(y) for y in x] if isinstance(x, (list, tuple)) else [str(x)])
-        elif isinstance(v, (list, tuple)):
-            out += [name] + [str(x) for x in v]
-        else:
-            out += [name, str(v)]
-    return positional + out
-
-
 def pipeline_yaml(spec, selection) -> str:
     """The effective pipeline as YAML; disabled steps are commented out."""
     import yaml
@@ -163,4 +131,4 @@ def _argv_value(argv: Sequence[str], flag: str) -> str | None:
     return None
 
 
-__all__ = ["argv_from_params", "failure_text", "pipeline_yaml", "versions", "xla_flags"]
+__all__ = ["failure_text", "pipeline_yaml", "versions", "xla_flags"]

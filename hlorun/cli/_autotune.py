@@ -1,10 +1,9 @@
-"""The autotuning flags shared by ``compile`` and ``explore``: they become the
-pipeline's ``autotune:`` section (read by the ``autotuner`` pass), so a flag
-overrides the YAML and a pass step's own options override both."""
+"""The autotuning flags of ``compile``: they become
+:class:`hlorun.options.Autotuning`, i.e. overrides of the pipeline's
+``autotune:`` section (read by the ``autotuner`` pass), so a flag overrides
+the YAML and a pass step's own options override both."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import click
 
@@ -39,44 +38,3 @@ def autotune_options(fn):
     for o in reversed(opts):
         fn = o(fn)
     return fn
-
-
-def autotune_section(kwargs: dict[str, Any], seed: int | None = None) -> dict[str, Any]:
-    """Pop the autotune flags out of a command's kwargs; the overrides for
-    the ``autotune:`` section (only flags that were given).  ``seed`` is
-    compile's ``--seed`` (shared with --check-numerics): it seeds the noisy
-    measurements too."""
-    keys = {"autotune_mode": "mode", "autotune_contention": "contention",
-            "autotune_sampling": "sampling", "autotune_flip_seeds": "flip_seeds",
-            "autotune_cache": "cache", "autotune_results": "xla_results",
-            "autotune_force_strict": "force_strict"}
-    out: dict[str, Any] = {}
-    for k, name in keys.items():
-        v = kwargs.pop(k, None)
-        if v is not None:
-            out[name] = v
-    if seed:
-        out["seed"] = seed
-    forces = kwargs.pop("autotune_force", ()) or ()
-    if forces:
-        out["force_backend"] = ";".join(forces)
-    if out.get("mode") is None and any(k in out for k in ("contention", "sampling")):
-        out["mode"] = "noisy"
-    return out
-
-
-def command_flags(section: dict[str, Any]) -> list[str]:
-    """The flags that recreate an autotune section (for repro command lines)."""
-    names = {"mode": "--autotune", "seed": "--seed", "contention": "--contention",
-             "sampling": "--sampling", "flip_seeds": "--flip-seeds", "cache": "--autotune-cache",
-             "xla_results": "--autotune-results"}
-    out: list[str] = []
-    for k, flag in names.items():
-        if section.get(k) is not None:
-            out += [flag, str(section[k])]
-    for f in str(section.get("force_backend") or "").split(";"):
-        if f:
-            out += ["--force-backend", f]
-    if section.get("force_strict"):
-        out.append("--force-backend-strict")
-    return out

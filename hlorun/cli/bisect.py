@@ -36,7 +36,7 @@ def bisect_cmd(args, until, until_cmd, cmd_timeout, pipeline_name, between, fmt,
     Exit codes: 0 found, 1 bad input (or nothing to bisect)."""
     from .. import report
     from ..fileio import read_text
-    from ..reduce import CompileConfig
+    from .compile_options import compile_config
     from ..reduce.bisect import CompiledOutput, bisect_passes, first_difference
     from ..source import UsageError
     argv = split_compile_args(args)
@@ -48,8 +48,8 @@ def bisect_cmd(args, until, until_cmd, cmd_timeout, pipeline_name, between, fmt,
             raise UsageError("--between compares two pipelines; it takes no --until/--until-cmd")
         if pipeline_name or has_pipeline:
             raise UsageError("--between names both pipelines; drop --pipeline")
-        cfg_a = CompileConfig.from_argv(argv + ["--pipeline", between[0]])
-        cfg_b = CompileConfig.from_argv(argv + ["--pipeline", between[1]])
+        cfg_a = compile_config(argv + ["--pipeline", between[0]])
+        cfg_b = compile_config(argv + ["--pipeline", between[1]])
         text = read_text(cfg_a.file)
         d = first_difference(text, cfg_a.file, cfg_a, cfg_b)
         if fmt == "json":

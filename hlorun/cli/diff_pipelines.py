@@ -45,7 +45,7 @@ def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, show_diff, traceback, platform
     from ..fileio import read_text
     from ..kernel_diff import compare_kernels, render_text
     from ..lineage import LineageTracker
-    from ..reduce import CompileConfig
+    from .compile_options import compile_config
     from ..reduce.bisect import first_difference
     from .bisect import _render_between
     extra: list[str] = []
@@ -53,8 +53,8 @@ def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, show_diff, traceback, platform
                         ("--compute-capability", compute_capability)):
         if value is not None:
             extra += [flag, value]
-    cfg_a = CompileConfig.from_argv([file, "--pipeline", pipe_a, *extra])
-    cfg_b = CompileConfig.from_argv([file, "--pipeline", pipe_b, *extra])
+    cfg_a = compile_config([file, "--pipeline", pipe_a, *extra])
+    cfg_b = compile_config([file, "--pipeline", pipe_b, *extra])
     tracker_a, tracker_b = LineageTracker(), LineageTracker()
     d = first_difference(read_text(file), file, cfg_a, cfg_b, [tracker_a], [tracker_b])
     assert d.module_a is not None and d.module_b is not None

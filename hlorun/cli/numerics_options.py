@@ -1,5 +1,5 @@
-"""The ``--check-numerics`` options of ``hlorun compile`` (and the listener
-they make).
+"""The ``--check-numerics`` options of ``hlorun compile`` (they become
+:class:`hlorun.options.Numerics`).
 
 ``--check-numerics`` alone means ``each`` (check after every changed
 pass); ``--check-numerics=final`` compares only the start and the end.  A
@@ -58,15 +58,3 @@ def numerics_options(fn):
     for o in reversed(opts):
         fn = o(fn)
     return fn
-
-
-def make_numerics_listener(check_numerics, rtol, atol, seed, numerics_inputs, max_bytes):
-    """The listener for ``compile``'s options, or None without --check-numerics."""
-    from ..source import UsageError
-    if check_numerics is None:
-        if rtol is not None or atol is not None or numerics_inputs:
-            raise UsageError("--rtol, --atol and --input need --check-numerics")
-        return None
-    from ..evaluate.numerics import NumericsListener
-    from ..evaluate.session import parse_bytes
-    return NumericsListener(check_numerics, numerics_inputs, seed, rtol, atol, parse_bytes(max_bytes))

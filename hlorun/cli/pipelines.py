@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from ._common import handle_errors
-from .compile import resolve_selection, selection_options
+from .compile_options import options_from_params, selection_options
 
 
 @click.command("pipelines")
@@ -15,8 +15,7 @@ from .compile import resolve_selection, selection_options
 @selection_options
 @click.option("--yaml", "as_yaml", is_flag=True, help="Print the effective pipeline as YAML (includes resolved).")
 @handle_errors
-def pipelines_cmd(name, disable_passes, enable_passes_only, xla_disable, xla_enable,
-                  xla_disable_all, xla_flags, as_yaml):
+def pipelines_cmd(name, as_yaml, **selection):
     """List bundled pipelines, or show pipeline NAME (a name or a YAML path)."""
     from .. import report
     from ..pipeline_select import select
@@ -31,9 +30,9 @@ def pipelines_cmd(name, disable_passes, enable_passes_only, xla_disable, xla_ena
     if as_yaml:
         report.write_stdout(spec.dump_yaml())
         return
-    disable, enable, disable_all, _, _, notes = resolve_selection(
-        disable_passes, enable_passes_only, xla_disable, xla_enable, xla_disable_all, xla_flags)
-    sel = select(spec, disable, enable, disable_all)
+    options, notes = options_from_params(selection)
+    chosen = options.selection
+    sel = select(spec, chosen.disable_passes, chosen.enable_passes_only, chosen.disable_all)
     t = spec.target
     report.info(f"{spec.name}  ({spec.path})")
     if spec.description:

@@ -62,12 +62,13 @@ def condition_options(fn):
 
 def build_condition(until, until_cmd, cmd_timeout, argv):
     """(condition, compile config or None, model path), prepared."""
-    from ..reduce import CompileConfig, parse_condition
+    from ..reduce import parse_condition
     from ..source import UsageError
+    from .compile_options import compile_config
     cond = parse_condition(until, until_cmd, cmd_timeout)
     if not argv:
         raise UsageError("missing MODEL.hlo (or `-- compile [FLAGS] MODEL.hlo`)")
-    cfg = CompileConfig.from_argv(argv)
+    cfg = compile_config(argv)
     cond.prepare(cfg)
     return cond, cfg, cfg.file
 

@@ -278,7 +278,7 @@ def first_difference(text: str, filename: str, cfg_a: CompileConfig, cfg_b: Comp
     d = Divergence(cfg_a.spec().name, cfg_b.spec().name, False, steps_a=len(ta.steps),
                    steps_b=len(tb.steps), status_a=sa, status_b=sb, module_a=ma, module_b=mb)
     if cfg_a.spec().name == cfg_b.spec().name:
-        d.pipeline_a, d.pipeline_b = cfg_a.session.pipeline or "A", cfg_b.session.pipeline or "B"
+        d.pipeline_a, d.pipeline_b = cfg_a.pipeline_name or "A", cfg_b.pipeline_name or "B"
     state_a = state_b = ta.start
     sm = difflib.SequenceMatcher(None, [s.ident for s in ta.steps], [s.ident for s in tb.steps],
                                  autojunk=False)

@@ -1,87 +1,61 @@
-"""The compile that ``hlorun reduce`` / ``hlorun bisect`` judge modules with.
+"""The compile that ``hlorun reduce`` / ``hlorun bisect`` judge modules with:
+a module file and :class:`hlorun.options.CompileOptions`.
 
 ``hlorun reduce -- compile --pipeline gpu-rocm-41481 --force-backend cublaslt
-MODEL.hlo`` hands the words after ``compile`` to the compile command's own
-click parser, and its callback builds the :class:`CompileSession` it would
-run (captured, not run: :func:`hlorun.compile_session.capture_session`).
-Every compile flag therefore means exactly what it means to ``compile``,
-including flags other components add later.  Candidates are then compiled
-in-process: :meth:`CompileConfig.run` runs the session's pipeline, target,
-pass selection and listeners on a module object.
+MODEL.hlo``: the command line parses the words after ``compile`` with the
+compile command's own flags (:func:`hlorun.cli.compile_options.
+parse_compile_argv`) into options, so every compile flag means exactly what
+it means to ``compile``.  Candidates are then compiled in-process by
+:meth:`CompileConfig.run` (:func:`hlorun.api.run_options`, the options'
+pipeline, target and selection); outputs, dumps and
+reproducers are never written per candidate.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..ir.module import Module
+from ..options import CompileOptions, Output
 from ..pipeline import Listener, PipelineResult, run_pipeline
 from ..pipeline_spec import PipelineSpec
-from ..source import UsageError
-
-#: Compile flags that make no sense per candidate; ignored with a note.
-_IGNORED = {"output": "-o", "dump_to": "--dump-to", "repro_dir": "--repro-dir",
-            "bug_report": "--bug-report"}
 
 
 @dataclass
 class CompileConfig:
-    session: Any  # hlorun.compile_session.CompileSession (configured, never run)
-    argv: list[str]
+    file: str
+    options: CompileOptions = field(default_factory=CompileOptions)
+    #: the compile arguments as given (without the word ``compile``), for command lines
+    argv: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: Overrides the session's --pass-limit in :meth:`run` (bisection).
+    #: Overrides the options' pass limit in :meth:`run` (bisection).
     pass_limit: int | None = None
     _spec: PipelineSpec | None = None
 
-    # -- construction ------------------------------------------------------------------
-    @classmethod
-    def from_argv(cls, argv: Sequence[str]) -> "CompileConfig":
-        """Parse ``compile`` arguments (without the word ``compile``)."""
-        import click
-
-        from ..cli.compile import compile_cmd
-        from ..compile_session import capture_session
-        argv = list(argv)
-        try:
-            ctx = compile_cmd.make_context("compile", list(argv))
-        except click.exceptions.Exit:
-            raise
-        except click.ClickException as e:
-            raise UsageError(f"in the compile command `{_join(['compile'] + argv)}`: "
-                             f"{e.format_message()}") from None
-        callback = compile_cmd.callback
-        inner = getattr(callback, "__wrapped__", callback)  # errors propagate to us
-        with ctx:
-            session = capture_session(lambda: ctx.invoke(inner, **ctx.params))
-        if session.file == "-":
-            raise UsageError("reduce/bisect need the module in a file, not on stdin")
-        session.argv = ["compile"] + argv
-        cfg = cls(session=session, argv=argv)
-        for attr, flag in _IGNORED.items():
-            if getattr(session, attr, None):
-                cfg.notes.append(f"compile {flag} is ignored while judging candidates")
-        return cfg
+    def __post_init__(self) -> None:
+        o = self.options
+        # per candidate: no diffs, dumps or reproducers; lineage only when explaining
+        self.options = replace(o, output=Output(),
+                               diagnostics=replace(o.diagnostics, diffs="none",
+                                                   lineage=o.diagnostics.explain is not None))
+        if not self.argv:
+            self.argv = [self.file] + o.to_argv()
 
     @classmethod
-    def for_file(cls, file: str, extra: Sequence[str] = ()) -> "CompileConfig":
-        return cls.from_argv([file, *extra])
+    def for_file(cls, file: str, options: CompileOptions | None = None, **kwargs: Any) -> "CompileConfig":
+        return cls(file, CompileOptions.from_kwargs(options, **kwargs))
 
     # -- facts ------------------------------------------------------------------------
     @property
-    def file(self) -> str:
-        return self.session.file
+    def pipeline_name(self) -> str | None:
+        return self.options.selection.pipeline
 
     def spec(self) -> PipelineSpec:
         if self._spec is None:
-            spec = self.session.load_spec()
-            extra = getattr(self.session, "autotune", None)
-            if extra:  # compile's autotune flags (--force-backend ...) override the section
-                from dataclasses import replace as _replace
-                merged = dict(spec.section("autotune") or {}, **extra)
-                spec = _replace(spec, sections=dict(spec.sections, autotune=merged))
-            self._spec = spec
+            from ..api import resolve_spec
+            self._spec = resolve_spec(None, self.options)
         return self._spec
 
     def set_spec(self, spec: PipelineSpec) -> None:
@@ -91,7 +65,7 @@ class CompileConfig:
         """The compile argv with the module file replaced by ``file``."""
         out = list(self.argv)
         for i, a in enumerate(out):
-            if a == self.session.file:
+            if a == self.file:
                 out[i] = file
                 return out
         return [file] + out
@@ -103,14 +77,16 @@ class CompileConfig:
     def run(self, module: Module, listeners: Sequence[Listener] = (),
             pass_limit: int | None = None, keep_going: bool | None = None) -> PipelineResult:
         """Compile ``module`` in place with this configuration."""
-        options = self.session.run_options(list(listeners))
+        from ..api import run_options
+        options = self.options
         if pass_limit is None:
             pass_limit = self.pass_limit
         if pass_limit is not None:
-            options.pass_limit = pass_limit
+            options = replace(options, selection=replace(options.selection, pass_limit=pass_limit))
         if keep_going is not None:
-            options.keep_going = keep_going
-        return run_pipeline(module, self.spec(), options)
+            options = replace(options, diagnostics=replace(options.diagnostics,
+                                                           keep_going=keep_going))
+        return run_pipeline(module, self.spec(), run_options(options, listeners))
 
 
 def _join(words: Sequence[str]) -> str:

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from hlorun.cli import cli
 from hlorun.fileio import read_text
-from hlorun.reduce import CompileConfig, parse_condition
+from hlorun.cli.compile_options import compile_config
+from hlorun.reduce import parse_condition
 from hlorun.reduce.bisect import CompiledOutput, bisect_passes, first_difference
 
 from ..conftest import TESTDATA
@@ -31,7 +32,7 @@ def run(*args):
 
 
 def bisect(path, condition, *flags, cmd=None):
-    cfg = CompileConfig.from_argv([str(path), *map(str, flags)])
+    cfg = compile_config([str(path), *map(str, flags)])
     cond = parse_condition(condition, cmd)
     if not cond.needs_compile:
         cond = CompiledOutput(cond)
@@ -77,8 +78,8 @@ def test_s3_bisect_finds_the_fp8_rewriter_and_fails_cleanly_on_the_new_version(t
 
 
 def test_s3_between_pipeline_versions_finds_the_reordered_rewriter():
-    a = CompileConfig.from_argv([str(S3), "--pipeline", str(OLD)])
-    b = CompileConfig.from_argv([str(S3), "--pipeline", str(NEW)])
+    a = compile_config([str(S3), "--pipeline", str(OLD)])
+    b = compile_config([str(S3), "--pipeline", str(NEW)])
     d = first_difference(read_text(S3), str(S3), a, b)
     assert d.found and d.kind == "only-b"
     assert d.step_b.path == "hlo_normalization/cublas-gemm-rewriter" and "fp8=none" in d.step_b.label
@@ -87,7 +88,7 @@ def test_s3_between_pipeline_versions_finds_the_reordered_rewriter():
     # the diff shows the bf16 GEMM the new order produces instead of the fp8 one
     assert any(ln.startswith("+") and '"__cublas$lt$matmul"' in ln for ln in d.diff)
     same = first_difference(read_text(S3), str(S3), a,
-                            CompileConfig.from_argv([str(S3), "--pipeline", str(OLD)]))
+                            compile_config([str(S3), "--pipeline", str(OLD)]))
     assert not same.found
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from hlorun.fileio import read_text
 from hlorun.parser import parse_module
-from hlorun.reduce import CompileConfig, parse_condition
+from hlorun.cli.compile_options import compile_config
+from hlorun.reduce import parse_condition
 from hlorun.reduce.conditions import (BackendCondition, CommandCondition, PassFailsCondition,
                                       ViolationCondition)
 from hlorun.source import UsageError
@@ -22,7 +23,7 @@ S3 = TESTDATA / "s3" / "fp8_matmul_scaled.hlo"
 
 
 def judge(condition: str, file, *flags, cmd: str | None = None):
-    cfg = CompileConfig.from_argv([str(file), *map(str, flags)])
+    cfg = compile_config([str(file), *map(str, flags)])
     cond = parse_condition(condition, cmd)
     cond.prepare(cfg)
     text = read_text(file)
@@ -49,13 +50,13 @@ def test_violation_holds_with_the_historical_pipeline_only():
 
 
 def test_violation_rule_not_in_the_pipeline_is_added_as_a_checker():
-    cfg = CompileConfig.from_argv([str(S0), "--pipeline", "gpu-rocm-41481",
+    cfg = compile_config([str(S0), "--pipeline", "gpu-rocm-41481",
                                    "--disable-passes", "reshape-decomposer"])
     cond = ViolationCondition("reshape-is-bitcast")
     names_before = [c.name for c in cfg.spec().checkers]
     cond.prepare(cfg)
     assert names_before == [c.name for c in cfg.spec().checkers]  # it has check steps
-    cfg2 = CompileConfig.from_argv([str(S3), "--pipeline",
+    cfg2 = compile_config([str(S3), "--pipeline",
                                     str(TESTDATA / "reduce" / "s3_gemm_old.yaml")])
     ViolationCondition("reshape-is-bitcast").prepare(cfg2)
     assert "reshape-is-bitcast" in [c.name for c in cfg2.spec().checkers]

@@ -11,7 +11,8 @@ import pytest
 from hlorun.fileio import read_text
 from hlorun.parser import parse_module
 from hlorun.passes import REGISTRY
-from hlorun.reduce import CompileConfig, ReduceOptions, Reducer, parse_condition
+from hlorun.cli.compile_options import compile_config
+from hlorun.reduce import ReduceOptions, Reducer, parse_condition
 from hlorun.source import UsageError
 
 from ..broken_passes import SwappedReshapeDecomposer  # noqa: F401 (registered by name below)
@@ -28,7 +29,7 @@ def broken_decomposer(monkeypatch):
 
 
 def prepared(condition, path, *flags):
-    cfg = CompileConfig.from_argv([str(path), *map(str, flags)])
+    cfg = compile_config([str(path), *map(str, flags)])
     cond = parse_condition(condition)
     cond.prepare(cfg)
     return cond

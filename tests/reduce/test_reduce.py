@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from hlorun.cli import cli
 from hlorun.fileio import load_module, read_text
 from hlorun.printer import print_module
-from hlorun.reduce import CompileConfig, ReduceOptions, Reducer, parse_condition
+from hlorun.cli.compile_options import compile_config
+from hlorun.reduce import ReduceOptions, Reducer, parse_condition
 from hlorun.source import UsageError
 from hlorun.testing.embed import embed
 
@@ -31,7 +32,7 @@ S0_AUTOTUNE = ["--pipeline", str(TESTDATA / "reduce" / "s0_autotune_41481.yaml")
 
 
 def reduce_file(path, condition, *flags, cmd=None, **opts):
-    cfg = CompileConfig.from_argv([str(path), *map(str, flags)])
+    cfg = compile_config([str(path), *map(str, flags)])
     cond = parse_condition(condition, cmd)
     cond.prepare(cfg)
     try:
