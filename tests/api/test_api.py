@@ -36,10 +36,7 @@ def test_load_from_path_text_and_module():
     assert hlorun.load(by_path) is by_path
 
 
-@pytest.mark.parametrize("suffix,opener", [
-    (".gz", gzip.open),
-    # .xz reading comes with issue 13's fileio (remove the mark once it is on main)
-    pytest.param(".xz", lzma.open, marks=pytest.mark.xfail(raises=hlorun.UsageError, strict=False))])
+@pytest.mark.parametrize("suffix,opener", [(".gz", gzip.open), (".xz", lzma.open)])
 def test_load_compressed(tmp_path, suffix, opener):
     p = tmp_path / ("m.hlo" + suffix)
     with opener(p, "wt") as f:
