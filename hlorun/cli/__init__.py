@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pipelines": ("hlorun.cli.pipelines:pipelines_cmd", "List pipelines, or show one as a tree (disabled steps marked)."),
     "reduce": ("hlorun.cli.reduce:reduce_cmd", "Shrink a module while a condition (violation, pass failure, backend, numerics, script) holds."),
     "replay": ("hlorun.cli.replay:replay_cmd", "Show an XLA dump directory as a pass table with per-pass diffs."),
+    "report": ("hlorun.cli.report:report_cmd", "Render a saved compile report (--format json) as a self-contained HTML page."),
     "run": ("hlorun.cli.run:run", "Evaluate an HLO module with the numpy evaluator; summarize outputs."),
 }
 

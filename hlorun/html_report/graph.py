@@ -34,7 +34,9 @@ CLASSES = {
 }
 
 
-def kind_class(category: str | None, kind: str | None) -> str:
+def kind_class(category: str | None, kind: str | None, platform: str | None = None) -> str:
+    """The colour class of a kernel; on ROCm XLA's ``__cublas$lt$matmul``
+    target is served by hipBLASLt."""
     c, k = category or "", kind or ""
     if c == "gemm-fusion":
         return "triton-gemm"
@@ -47,7 +49,7 @@ def kind_class(category: str | None, kind: str | None) -> str:
     if c.startswith("custom-call:"):
         t = c.split(":", 1)[1].lower()
         if "cublas" in t:
-            return "cublas"
+            return "hipblaslt" if platform == "rocm" else "cublas"
         if "hipblas" in t or "rocblas" in t:
             return "hipblaslt"
         if "cudnn" in t or "miopen" in t:
@@ -62,6 +64,7 @@ def kernel_nodes(result) -> tuple[list[dict[str, Any]], dict[str, str]]:
     from ..kernels import category
     from ..printer import print_computation, print_instruction
     explained = result.kernels
+    platform = result.target.platform
     by_instr = {id(e.kernel.instruction): e for e in explained}
     nodes: list[dict[str, Any]] = []
     bodies: dict[str, str] = {}
@@ -84,7 +87,7 @@ def kernel_nodes(result) -> tuple[list[dict[str, Any]], dict[str, str]]:
                 k = e.kernel
                 nodes.append({
                     "name": k.name, "category": k.category, "kind": k.kind,
-                    "class": kind_class(k.category, k.kind), "shape": k.shape, "hero": k.hero,
+                    "class": kind_class(k.category, k.kind, platform), "shape": k.shape, "hero": k.hero,
                     "computation": comp.name, "operands": list(ops),
                     "origins": [o.name for o in e.origins],
                     "formed_by": e.formed_by, "story": list(e.story),
@@ -109,7 +112,9 @@ def kernel_nodes(result) -> tuple[list[dict[str, Any]], dict[str, str]]:
 # Layout and drawing
 # ---------------------------------------------------------------------------
 
-_W, _H, _GAP_X, _GAP_Y = 168, 24, 14, 40
+_MIN_W, _MAX_W = 120, 330
+_W, _H, _GAP_X, _GAP_Y = _MIN_W, 24, 14, 40
+_LABEL = (_MAX_W - 12) // 7
 
 
 def _layers(names: list[str], preds: dict[str, list[str]]) -> dict[str, int]:
@@ -170,17 +175,18 @@ def svg(nodes: list[dict[str, Any]]) -> tuple[str, bool]:
         items, _ = _group(nodes)
     else:
         items = nodes
+    nw = min(_MAX_W, max(_MIN_W, 7 * max((len(n["name"]) for n in items), default=0) + 12))
     names = [n["name"] for n in items]
     preds = {n["name"]: [o for o in n["operands"]] for n in items}
     pos = _place(names, preds)
     width = max((x for x, _ in pos.values()), default=0) + 1
     height = max((y for _, y in pos.values()), default=0) + 1
-    W = width * (_W + _GAP_X) + _GAP_X
+    W = width * (nw + _GAP_X) + _GAP_X
     H = height * (_H + _GAP_Y) + _GAP_Y
 
     def xy(n: str) -> tuple[float, float]:
         x, y = pos[n]
-        return _GAP_X + x * (_W + _GAP_X), _GAP_Y / 2 + y * (_H + _GAP_Y)
+        return _GAP_X + x * (nw + _GAP_X), _GAP_Y / 2 + y * (_H + _GAP_Y)
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="kgraph" width="{W}" height="{H}" '
            f'viewBox="0 0 {W} {H}" font-family="monospace" font-size="11">']
@@ -191,8 +197,8 @@ def svg(nodes: list[dict[str, Any]]) -> tuple[str, bool]:
             if op not in pos:
                 continue
             x1, y1 = xy(op)
-            edges.append(f'<path d="M{x1 + _W / 2:.0f},{y1 + _H:.0f} C{x1 + _W / 2:.0f},{y1 + _H + 20:.0f} '
-                         f'{x2 + _W / 2:.0f},{y2 - 20:.0f} {x2 + _W / 2:.0f},{y2:.0f}"/>')
+            edges.append(f'<path d="M{x1 + nw / 2:.0f},{y1 + _H:.0f} C{x1 + nw / 2:.0f},{y1 + _H + 20:.0f} '
+                         f'{x2 + nw / 2:.0f},{y2 - 20:.0f} {x2 + nw / 2:.0f},{y2:.0f}"/>')
     out.append('<g class="edges" fill="none" stroke="#999" stroke-width="0.8">' + "".join(edges) + "</g>")
     for n in items:
         x, y = xy(n["name"])
@@ -200,7 +206,7 @@ def svg(nodes: list[dict[str, Any]]) -> tuple[str, bool]:
             total = sum(n["classes"].values())
             bar, off = [], 0.0
             for cls, cnt in n["classes"].most_common():
-                w = _W * cnt / total
+                w = nw * cnt / total
                 bar.append(f'<rect x="{x + off:.1f}" y="{y}" width="{w:.1f}" height="{_H}" '
                            f'fill="{CLASSES[cls][1]}"/>')
                 off += w
@@ -210,10 +216,10 @@ def svg(nodes: list[dict[str, Any]]) -> tuple[str, bool]:
                        f'<text x="{x + 4}" y="{y + 16}" fill="white">{escape(n["name"])} '
                        f'({len(n["members"])})</text></g>')
         else:
-            label = n["name"] if len(n["name"]) <= 22 else n["name"][:21] + "…"
+            label = n["name"] if len(n["name"]) <= _LABEL else n["name"][:_LABEL - 1] + "…"
             out.append(f'<g class="knode" data-kernel="{escape(n["name"])}"><title>{escape(n["name"])} '
                        f'{escape(n["shape"] or "")} ({escape(CLASSES[n["class"]][0])})</title>'
-                       f'<rect x="{x}" y="{y}" width="{_W}" height="{_H}" rx="4" '
+                       f'<rect x="{x}" y="{y}" width="{nw}" height="{_H}" rx="4" '
                        f'fill="{CLASSES[n["class"]][1]}"/>'
                        f'<text x="{x + 5}" y="{y + 16}" fill="white">{escape(label)}</text></g>')
     out.append("</svg>")
