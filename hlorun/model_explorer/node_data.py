@@ -74,7 +74,7 @@ def overlays(result) -> dict[str, dict[str, Any]]:
     for comp in module.computations:
         for instr in comp._instructions:
             g = where.get(id(instr))
-            if g is None:
+            if g is None or _is_layer(instr):
                 continue
             hist = index.get(instr.name, [])
             made = next((paths.get(i, str(i)) for i, how in hist if how == "created"), "input")
@@ -87,25 +87,39 @@ def overlays(result) -> dict[str, dict[str, Any]]:
         g = where.get(id(instr))
         if g is None:
             continue
-        kernel.setdefault(g, {})[instr.name] = k.name
-        body = instr.fused_computation if instr.opcode == "fusion" else None
-        stack = [body] if body is not None else []
-        while stack:
-            c = stack.pop()
-            for i in c._instructions:
-                kernel[g][i.name] = k.name
-                if i.opcode == "fusion" and i.fused_computation is not None:
-                    stack.append(i.fused_computation)
+        for node in _nodes_of(instr):
+            kernel.setdefault(g, {})[node] = k.name
     for d in result.autotune:
         w = d.winner or {}
-        name = d.instruction
-        instr = _find(module, name)
+        instr = _find(module, d.instruction)
         if instr is not None and id(instr) in where:
-            backend.setdefault(where[id(instr)], {})[name] = w.get("backend") or w.get("label") or "?"
+            for node in _nodes_of(instr):
+                backend.setdefault(where[id(instr)], {})[node] = \
+                    w.get("backend") or w.get("label") or "?"
     return {"created_by.json": _overlay("created by pass", created),
             "final_kernel.json": _overlay("final kernel", kernel),
             "autotuner_backend.json": _overlay("autotuner backend", backend),
             "buffer_bytes.json": _overlay("output bytes", sizes, numeric=True)}
+
+
+def _is_layer(instr) -> bool:
+    """A fusion is drawn as a layer (its body's nodes), not as a node."""
+    return instr.opcode == "fusion" and instr.fused_computation is not None
+
+
+def _nodes_of(instr) -> list[str]:
+    """The graph node ids that stand for ``instr``: itself, or every
+    instruction of its fused body (nested fusions included)."""
+    if not _is_layer(instr):
+        return [instr.name]
+    out, stack = [], [instr.fused_computation]
+    while stack:
+        for i in stack.pop()._instructions:
+            if _is_layer(i):
+                stack.append(i.fused_computation)
+            else:
+                out.append(i.name)
+    return out
 
 
 def _find(module, name: str):

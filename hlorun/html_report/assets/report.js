@@ -99,7 +99,7 @@
   let current = null, mode = "unified", limit = 4000;
   async function openPass(index, highlight) {
     current = index; limit = 4000;
-    document.querySelectorAll("tr.pass").forEach((r) => r.classList.toggle("sel", +r.dataset.index === index));
+    document.querySelectorAll("#timeline-table tr.pass").forEach((r) => r.classList.toggle("sel", +r.dataset.index === index));
     await renderDiff(highlight);
   }
   async function renderDiff(highlight) {
@@ -217,7 +217,7 @@
     const rows = AT.slice();
     if (sortKey) rows.sort((a, b) => { const x = a[sortKey], y = b[sortKey]; return (x == null) - (y == null) || (x < y ? -1 : x > y ? 1 : 0) * sortDir; });
     $("#attable thead").innerHTML = "<tr>" + cols.map(([k, l]) => `<th data-key="${k}">${l}${sortKey === k ? (sortDir > 0 ? " &#9650;" : " &#9660;") : ""}</th>`).join("") + "</tr>";
-    $("#attable tbody").innerHTML = rows.map((r, i) => `<tr class="pass" data-i="${AT.indexOf(r)}"><td class="mono">${esc(r.instruction)}</td><td class="mono">${esc(r.shape)}</td><td>${esc(r.types)}</td><td>${esc(r.winner)}</td>
+    $("#attable tbody").innerHTML = rows.map((r, i) => `<tr class="atrow" data-i="${AT.indexOf(r)}"><td class="mono">${esc(r.instruction)}</td><td class="mono">${esc(r.shape)}</td><td>${esc(r.types)}</td><td>${esc(r.winner)}</td>
       <td>${r.winner_us == null ? "" : r.winner_us.toFixed(2)}</td><td>${esc(r.runner_up)}</td><td>${r.margin == null ? "" : (100 * r.margin).toFixed(1) + "%"}</td>
       <td>${r.flip_rate == null ? "" : (100 * r.flip_rate).toFixed(0) + "%"}</td><td>${esc(r.considered)}</td><td>${r.nrej}</td></tr>`).join("");
   }

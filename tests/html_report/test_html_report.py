@@ -1,0 +1,157 @@
+"""The HTML report's data and page, on real compiles: the S0 incident (a
+violation), a JAX training step (autotuner decisions, fusions) and a saved
+JSON report."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+import hlorun
+from hlorun.cli import cli
+from hlorun.html_report import html_from_json, html_from_result
+from hlorun.html_report.data import from_result, instruction_index
+from hlorun.html_report.graph import MAX_NODES, kind_class, svg
+from hlorun.html_report.render import ASSET_BUDGET, _asset
+
+from ..conftest import TESTDATA
+
+S0 = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
+STEP = TESTDATA / "transformer" / "jax_4layer_train_step.hlo.gz"
+
+
+@pytest.fixture(scope="module")
+def s0_result():
+    return hlorun.compile(S0, "gpu-rocm-41481", diffs="changed", force_backend="hipblaslt")
+
+
+@pytest.fixture(scope="module")
+def step_result():
+    return hlorun.compile(STEP, diffs="changed")
+
+
+def _blobs(html: str) -> dict[str, str]:
+    out = {}
+    for ident, data in re.findall(r'<script type="application/octet-stream" id="([^"]+)">([^<]*)</script>', html):
+        out[ident] = gzip.decompress(base64.b64decode(data)).decode()
+    return out
+
+
+def _data(html: str) -> dict:
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def test_instruction_index_classifies_what_a_pass_did():
+    diff = ["--- a", "+++ b", "@@ -1,3 +1,3 @@",
+            "-  %reshape.5 = f16[2,4]{1,0} reshape(%dot.1)",
+            "+  %reshape.5 = f16[2,4]{0,1} reshape(%dot.1)",
+            "-  %old = f16[2] negate(%p)",
+            "+  %copy.2 = f16[2,4]{1,0} copy(%reshape.5)"]
+    idx = instruction_index({7: diff})
+    assert idx["reshape.5"] == [[7, "changed"]]
+    assert idx["old"] == [[7, "removed"]]
+    assert idx["copy.2"] == [[7, "created"]]
+    assert idx["dot.1"] == [[7, "read"]]
+
+
+def test_s0_report_shows_the_violation_and_the_culprit_pass(s0_result):
+    html = html_from_result(s0_result, input_name=str(S0))
+    data = _data(html)
+    assert data["summary"]["status"] == "violation" and data["summary"]["exit_code"] == 2
+    v = data["violations"][0]
+    assert v["rule"] == "reshape-is-bitcast" and v["after_pass"] == "autotuner/autotuner"
+    # every changed pass has its diff as a lazily inflated blob, unchanged ones none
+    blobs = _blobs(html)
+    changed = [p for p in data["passes"] if p["changed"]]
+    assert changed and all(p["has_diff"] for p in changed)
+    assert {f"diff-{p['index']}" for p in changed} <= set(blobs)
+    assert not any(f"diff-{p['index']}" in blobs for p in data["passes"] if not p["changed"])
+    # the reshape the violation names can be followed through the pipeline
+    index = json.loads(blobs["index"])
+    assert v["instruction"] in index
+    # the hipBLASLt call the autotuner forced is coloured as hipBLASLt on ROCm
+    k = [k for k in data["kernels"] if k["category"].startswith("custom-call:")]
+    assert k and k[0]["class"] == "hipblaslt"
+    assert data["autotune"] and data["autotune"][0]["winner"].startswith("hipblaslt")
+    assert "</script>" not in json.dumps(data)  # embedded safely
+
+
+def test_training_step_report_has_kernels_graph_and_autotuner(step_result):
+    html = html_from_result(step_result)
+    data = _data(html)
+    kernels = data["kernels"]
+    assert len(kernels) == len(step_result.kernels)
+    names = {k["name"] for k in kernels}
+    # operand edges point at kernels; a training step is connected
+    assert all(o in names for k in kernels for o in k["operands"])
+    assert sum(len(k["operands"]) for k in kernels) >= len(kernels) // 2
+    classes = {k["class"] for k in kernels}
+    assert {"triton-gemm", "loop", "input"} <= classes
+    assert html.count('class="knode"') == len(kernels) <= MAX_NODES
+    bodies = json.loads(_blobs(html)["bodies"])
+    gemm = next(k["name"] for k in kernels if k["class"] == "triton-gemm")
+    assert " dot(" in bodies[gemm]
+    assert len(data["autotune"]) == len(step_result.autotune) > 0
+    assert all(r["winner"] for r in data["autotune"])
+    # timeline: one row per pass, with times and instruction counts
+    assert [p["index"] for p in data["passes"]] == [p.index for p in step_result.passes]
+
+
+def test_big_graphs_are_summarized_into_groups():
+    nodes = [{"name": f"fusion.{i}", "operands": [f"fusion.{i - 1}"] if i else [],
+              "class": "loop", "shape": "f32[1]"} for i in range(MAX_NODES * 3)]
+    drawing, summarized = svg(nodes)
+    assert summarized and drawing.count('data-group="') <= 120
+    assert drawing.count("<path") >= 100  # chained groups stay connected
+
+
+def test_kind_classes():
+    assert kind_class("gemm-fusion", "kCustom:__triton_nested_gemm_fusion") == "triton-gemm"
+    assert kind_class("loop-fusion", "kCustom:__triton") == "triton"
+    assert kind_class("custom-call:__cublas$lt$matmul", "__cublas$lt$matmul") == "cublas"
+    assert kind_class("custom-call:__cublas$lt$matmul", "__cublas$lt$matmul", "rocm") == "hipblaslt"
+    assert kind_class("custom-call:__cudnn$convForward", "__cudnn$convForward") == "cudnn"
+
+
+def test_vendored_viewer_stays_small():
+    assert len(_asset("report.js")) + len(_asset("report.css")) < ASSET_BUDGET
+
+
+def test_report_command_renders_a_saved_json_report(tmp_path, s0_result):
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(s0_result.to_json(input=str(S0))))
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["report", str(report), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    data = _data(out.read_text())
+    assert data["violations"][0]["rule"] == "reshape-is-bitcast"
+    assert [p["path"] for p in data["passes"]] == [p.path for p in s0_result.passes]
+
+
+def test_report_command_rejects_bad_input(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    res = CliRunner().invoke(cli, ["report", str(bad), "-o", str(tmp_path / "o.html")])
+    assert res.exit_code == 1 and "bad.json:1:2: not JSON" in res.output
+    other = tmp_path / "other.json"
+    other.write_text('{"schema": "something/1"}')
+    res = CliRunner().invoke(cli, ["report", str(other), "-o", str(tmp_path / "o.html")])
+    assert res.exit_code == 1 and "not an hlorun compile report" in res.output
+    assert not (tmp_path / "o.html").exists()
+    res = CliRunner().invoke(cli, ["report", str(other), "-o", str(other)])
+    assert res.exit_code == 1 and "refusing to overwrite" in res.output
+
+
+def test_from_json_and_from_result_agree_on_the_common_parts(s0_result):
+    a = from_result(s0_result)
+    b = json.loads(json.dumps(s0_result.to_json()))
+    html = html_from_json(b)
+    d = _data(html)
+    assert d["violations"] == json.loads(json.dumps(a["violations"]))
+    assert len(d["autotune"]) == len(a["autotune"])
