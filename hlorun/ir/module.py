@@ -103,9 +103,14 @@ class Instruction:
         if old is new:
             return
         ops = self.operands
-        for i, o in enumerate(ops):
-            if o is old:
-                ops[i] = new
+        i = -1
+        try:  # list.index scans in C: a wide tuple's operands stay cheap
+            while True:
+                i = ops.index(old, i + 1)
+                if ops[i] is old:
+                    ops[i] = new
+        except ValueError:
+            pass
         new._users[self] = None
         old._users.pop(self, None)
 
@@ -425,7 +430,12 @@ class Module:
 
     def __init__(self, name: str = "module"):
         self.name = name
-        self.computations: list[Computation] = []
+        self._computations: list[Computation] = []
+        self._members: set[Computation] = set()
+        # Edits not yet applied to _computations (see ``computations``):
+        # body -> the computation it goes before (None: the end), removals.
+        self._pending_insert: dict[Computation, Computation | None] = {}
+        self._pending_remove: set[Computation] = set()
         self.entry: Computation | None = None
         self.is_scheduled = False
         #: Header attributes other than is_scheduled, in print order, as raw
@@ -454,15 +464,77 @@ class Module:
         return f"<module {self.name}: {len(self.computations)} computations>"
 
     # -- computations -----------------------------------------------------------------
+    @property
+    def computations(self) -> list[Computation]:
+        """The computations in module order (callees before callers as
+        parsed or built).  Inserting before a caller and removing are
+        O(1) (:meth:`insert_computation_before`, :meth:`remove_computation`);
+        they are applied to this list, in one O(n) sweep, the next time it
+        is read -- a pass that creates or drops thousands of fusion bodies
+        stays linear."""
+        if self._pending_insert or self._pending_remove:
+            self._flush_computations()
+        return self._computations
+
+    @computations.setter
+    def computations(self, comps: Iterable[Computation]) -> None:
+        self._computations = list(comps)
+        self._members = set(self._computations)
+        self._pending_insert = {}
+        self._pending_remove = set()
+
+    def _flush_computations(self) -> None:
+        removed = self._pending_remove
+        before: dict[Computation | None, list[Computation]] = {}
+        for body, caller in self._pending_insert.items():
+            before.setdefault(caller, []).append(body)
+        self._pending_insert = {}
+        self._pending_remove = set()
+        out: list[Computation] = []
+
+        def emit(c: Computation) -> None:
+            for b in before.pop(c, ()):  # bodies inserted before c (maybe pending themselves)
+                emit(b)
+            if c not in removed:
+                out.append(c)
+        for c in self._computations:
+            emit(c)
+        while before:  # callers gone (or None): at the end
+            for b in before.pop(next(iter(before))):
+                emit(b)
+        self._computations = out
+
+    def has_computation(self, comp: Computation) -> bool:
+        """O(1) ``comp in module.computations``."""
+        return comp in self._members
+
     def add_computation(self, comp: Computation, entry: bool = False) -> Computation:
+        if comp in self._pending_remove:
+            self._flush_computations()
         comp.module = self
         self.computations.append(comp)
+        self._members.add(comp)
         if entry:
             self.set_entry(comp)
         if self._names is not None:
             for i in comp._instructions:
                 self._names.add(i.name)
         return comp
+
+    def insert_computation_before(self, comp: Computation, caller: Computation | None) -> None:
+        """Add ``comp`` just before ``caller`` (after computations inserted
+        before it earlier); at the end if ``caller`` is None or not in the
+        module.  O(1): applied when :attr:`computations` is next read."""
+        if comp in self._members:
+            return
+        if comp in self._pending_remove:
+            self._flush_computations()
+        comp.module = self
+        self._members.add(comp)
+        self._pending_insert[comp] = caller if caller in self._members else None
+        if self._names is not None:
+            for i in comp._instructions:
+                self._names.add(i.name)
 
     def set_entry(self, comp: Computation) -> None:
         if self.entry is not None:
@@ -471,7 +543,11 @@ class Module:
         comp.is_entry = True
 
     def remove_computation(self, comp: Computation) -> None:
-        self.computations.remove(comp)
+        if comp not in self._members:
+            raise ValueError(f"computation {comp.name} is not in module {self.name}")
+        self._members.discard(comp)
+        if self._pending_insert.pop(comp, False) is False:
+            self._pending_remove.add(comp)
         comp.module = None
 
     def get_computation(self, name: str) -> Computation | None:

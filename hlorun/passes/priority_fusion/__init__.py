@@ -49,9 +49,11 @@ from dataclasses import dataclass
 
 from ...ir.module import Computation, Instruction, Module
 from ..base import Pass
-from .analysis import (FusionView, fusible_computations, emitter_kind, fusion_kind_for, is_fusible, is_fusible_bitcast,
-                       is_generic_triton_fusion, reduction_dims)
+from .analysis import (FusionView, emitter_kind, fused_members, fusible_computations,
+                       fusion_kind_for, is_fusible, is_fusible_bitcast, is_generic_triton_fusion,
+                       reduction_dims)
 from .fuse import create_fusion, fuse_into, replace_with_fusion
+from .costs import ProducerCosts, exact, first_refusal
 from .model import LAUNCH_US, Estimate, device_of, estimate
 from .triton import can_fuse_triton, involves_triton, triton_backend_config, triton_estimate
 
@@ -63,8 +65,8 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
-def _significant_reduce(x: Instruction) -> bool:
-    view = FusionView.of(x)
+def _significant_reduce(x: Instruction, members=None) -> bool:
+    view = FusionView.of(x, members)
     for m in view.members:
         if m.opcode == "reduce" and m.shape.is_array:
             if math.prod(m.operands[0].shape.dimensions) // max(1, math.prod(m.shape.dimensions)) >= 16:
@@ -74,9 +76,14 @@ def _significant_reduce(x: Instruction) -> bool:
 
 @dataclass(frozen=True)
 class PriorityFusion(Pass):
-    """Producer-consumer fusion ranked by a GPU cost model."""
+    """Producer-consumer fusion ranked by a GPU cost model.
+
+    ``reference: true`` recomputes every re-queued producer's priority from
+    scratch (no caches): the straightforward, O(users^2) definition the
+    incremental default (:mod:`.costs`) must match exactly."""
 
     name = "priority-fusion"
+    reference: bool = False
 
     def run(self, module: Module) -> bool:
         object.__setattr__(self, "_device", device_of(self.target))
@@ -91,44 +98,81 @@ class _Queue:
         self.owner = owner
         self.comp = comp
         self.device = owner._device
+        self.reference = owner.reference
         self.cache: dict[Instruction, Estimate] = {}
         self.heap: list[tuple[float, int, Instruction]] = []
         self.prio: dict[Instruction, float] = {}
         self.reported_ineligible: set[tuple[str, str]] = set()
         self.last_estimate: dict[Instruction, tuple[float, float]] = {}
-        # fused (producer, consumer) estimates, valid while neither changed:
-        # a producer re-queued because one user became a fusion re-estimates
-        # only that pair, not all its users (wide producers made this quadratic)
-        self.version: dict[Instruction, int] = {}
-        self.pair_cache: dict[tuple[Instruction, Instruction], tuple[int, int, Estimate]] = {}
+        # producers whose last priority was negative (finite): one
+        # "not beneficial" remark each at the end, with the last estimate
+        self.rejected: dict[Instruction, None] = {}
+        self.costs = ProducerCosts(self.time, self.fused_time, self.can_fuse_pair)
+        # per-instruction facts, valid until the instruction is rewritten
+        # (``changed``); None in reference mode (everything recomputed)
+        self.bodies: dict[Computation, list[Instruction]] | None = \
+            None if self.reference else {}
+        self.facts: dict[Instruction, tuple[bool, str]] = {}
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:
+        if self.reference:
+            return self._estimate_alone(instr)
         got = self.cache.get(instr)
         if got is None:
-            est = triton_estimate if is_generic_triton_fusion(instr) else estimate
-            got = self.cache[instr] = est([instr], instr, self.device)
+            got = self.cache[instr] = self._estimate_alone(instr)
         return got
 
+    def _estimate_alone(self, instr: Instruction) -> Estimate:
+        if is_generic_triton_fusion(instr):
+            return triton_estimate([instr], instr, self.device)
+        return estimate([instr], instr, self.device, self.members)
+
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
-        vp, vc = self.version.get(producer, 0), self.version.get(consumer, 0)
-        hit = self.pair_cache.get((producer, consumer))
-        if hit is not None and hit[0] == vp and hit[1] == vc:
-            return hit[2]
-        est = triton_estimate if involves_triton(producer, consumer) else estimate
-        got = est([producer, consumer], consumer, self.device)
-        self.pair_cache[(producer, consumer)] = (vp, vc, got)
+        if involves_triton(producer, consumer):
+            return triton_estimate([producer, consumer], consumer, self.device)
+        return estimate([producer, consumer], consumer, self.device, self.members)
+
+    @property
+    def members(self):
+        """The fused-body cache for FusionView/estimate (None: no cache)."""
+        return None if self.bodies is None else self._members
+
+    def _members(self, body: Computation) -> list[Instruction]:
+        got = self.bodies.get(body)
+        if got is None:
+            got = self.bodies[body] = fused_members(body)
+        return got
+
+    def _facts(self, x: Instruction) -> tuple[bool, str]:
+        """(contains a significant reduce, emitter kind) of ``x`` alone."""
+        if self.bodies is None:
+            return _significant_reduce(x), emitter_kind(FusionView.of(x))
+        got = self.facts.get(x)
+        if got is None:
+            got = self.facts[x] = (_significant_reduce(x, self._members),
+                                   emitter_kind(FusionView.of(x, self._members)))
         return got
 
     def changed(self, instr: Instruction) -> None:
         """``instr`` was rewritten (its body, kind or operands): forget its estimates."""
+        self._forget_facts(instr)
+        self.costs.content_changed(instr)
+
+    def _forget_facts(self, instr: Instruction) -> None:
         self.cache.pop(instr, None)
-        self.version[instr] = self.version.get(instr, 0) + 1
+        self.facts.pop(instr, None)
+        if self.bodies is not None and instr.opcode == "fusion":
+            self.bodies.pop(instr.fused_computation, None)
 
     # -- decisions ----------------------------------------------------------------------
     def can_fuse(self, producer: Instruction, consumer: Instruction) -> str | None:
         if producer is self.comp.root:
             return "not fusing into the output of the root instruction"
+        return self.can_fuse_pair(producer, consumer)
+
+    def can_fuse_pair(self, producer: Instruction, consumer: Instruction) -> str | None:
+        """CanFuse without the root rule (a function of both instructions' content)."""
         if not is_fusible(producer):
             return "the producer is not fusible"
         if not is_fusible(consumer):
@@ -137,10 +181,11 @@ class _Queue:
             return can_fuse_triton(producer, consumer)
         if is_fusible_bitcast(consumer):
             return "not fusing into a single bitcast as consumer"
-        if _significant_reduce(producer) and _significant_reduce(consumer):
+        p_reduce, p_kind = self._facts(producer)
+        if p_reduce and self._facts(consumer)[0]:
             return "both the producer and the consumer contain a reduce"
-        if emitter_kind(FusionView.of(producer)) == "reduction" and \
-                emitter_kind(FusionView.of_pair(producer, consumer)) == "loop":
+        if p_kind == "reduction" and \
+                emitter_kind(FusionView.of_pair(producer, consumer, self.members)) == "loop":
             return "fusion into output of a reduce fusion would create a loop fusion"
         ops = {o for o in consumer.operands if o is not producer} | set(producer.operands)
         if len(ops) > MAX_PARAMETERS:
@@ -152,10 +197,32 @@ class _Queue:
             return INF
         if producer.opcode == "constant":
             return -INF
-        users = producer.users
-        if not users:
+        if not producer._users:
             return -INF
-        non_bitcast = [u for u in users if not is_fusible_bitcast(u)]
+        if self.reference:
+            return self.reference_priority(producer)
+        a = self.costs.aggregate(producer)
+        if producer is self.comp.root and a.terms:
+            first = next(u for u in producer._users if u in a.terms)
+            self.ineligible(producer, "not fusing into the output of the root instruction", first)
+            return -INF
+        if a.bad:
+            if any((producer.name, why) not in self.reported_ineligible for why in a.bad):
+                why, user = first_refusal(producer, a)
+                self.ineligible(producer, why, user)
+            return -INF
+        if not a.terms:
+            self.ineligible(producer, "not fusing because there are only bitcast users")
+            return -INF
+        self.costs.estimates(producer, a)
+        unfused, fused = ProducerCosts.totals(len(a.terms), self.time(producer).time_us,
+                                              a.sum_t, a.sum_f)
+        self.last_estimate[producer] = (unfused, fused)
+        return unfused - fused
+
+    def reference_priority(self, producer: Instruction) -> float:
+        """From scratch: every user's CanFuse and estimates."""
+        non_bitcast = [u for u in producer.users if not is_fusible_bitcast(u)]
         for u in non_bitcast:
             why = self.can_fuse(producer, u)
             if why is not None:
@@ -164,12 +231,12 @@ class _Queue:
         if not non_bitcast:
             self.ineligible(producer, "not fusing because there are only bitcast users")
             return -INF
-        p = self.time(producer)
-        unfused = LAUNCH_US * (len(non_bitcast) + 1) + p.time_us
-        fused = LAUNCH_US * len(non_bitcast)
+        sum_t = sum_f = 0
         for u in non_bitcast:
-            unfused += self.time(u).time_us
-            fused += self.fused_time(producer, u).time_us
+            sum_t += exact(self.time(u).time_us)
+            sum_f += exact(self.fused_time(producer, u).time_us)
+        unfused, fused = ProducerCosts.totals(len(non_bitcast), self.time(producer).time_us,
+                                              sum_t, sum_f)
         self.last_estimate[producer] = (unfused, fused)
         return unfused - fused
 
@@ -189,17 +256,22 @@ class _Queue:
         self.prio[instr] = pr
         if pr < 0:
             if pr != -INF and instr in self.last_estimate:
-                unfused, fused = self.last_estimate[instr]
-                self._not_beneficial(instr, unfused, fused)
+                self.rejected[instr] = None
+            else:
+                self.rejected.pop(instr, None)
             return
+        self.rejected.pop(instr, None)
         heapq.heappush(self.heap, (-pr, -instr.id, instr))
 
     def _not_beneficial(self, producer: Instruction, unfused: float, fused: float) -> None:
         users = [u for u in producer.users if not is_fusible_bitcast(u)]
         p = self.time(producer)
+        a = None if self.reference else self.costs.agg.get(producer)
         extra = []
         for u in users:
-            f = self.fused_time(producer, u)
+            term = a.terms.get(u) if a is not None else None
+            f = term[2] if term is not None and term[2] is not None else \
+                self.fused_time(producer, u)
             if f.read_bytes > f.read_net_bytes * 2 and f.kind == "reduction":
                 extra.append(f"the {f.kind} kernel of {u.name} would read the producer's inputs "
                              f"{f.read_bytes / max(1, f.read_net_bytes):.0f}x over with "
@@ -216,7 +288,9 @@ class _Queue:
 
     def run(self) -> bool:
         comp = self.comp
+        costs = self.costs
         for instr in comp.post_order():
+            costs.watch(instr)
             if instr.opcode in ("parameter", "tuple", "get-tuple-element") or not instr.users:
                 continue
             if not is_fusible(instr) and instr.opcode != "constant":
@@ -234,18 +308,30 @@ class _Queue:
                 consumers = [u for u in consumers if self.can_fuse(producer, u) is None]
             if not consumers:
                 continue
-            touched: set[Instruction] = set()
+            touched: dict[Instruction, None] = {}
+            affected: dict[Instruction, None] = {producer: None}  # user sets changed
             unfused, fused = self.last_estimate.get(producer, (INF, 0.0))
             new_fusions = []
             for consumer in consumers:
+                before = list(consumer.operands)
                 fusion = self.fuse(producer, consumer)
                 new_fusions.append(fusion)
-                touched.add(fusion)
-                touched.update(o for o in fusion.operands if o is not producer)
+                touched[fusion] = None
+                # only these users of the operands involved can have changed
+                moved = (producer, consumer, fusion)
+                for o in before:
+                    costs.mark(o, moved)
+                    affected[o] = None
+                for o in fusion.operands:
+                    costs.mark(o, moved)
+                    affected[o] = None
+                    if o is not producer:
+                        touched[o] = None
                 changed = True
+            costs.mark(producer, consumers)
             benefit = "a bitcast (free)" if negp == -INF else \
                 f"saves {unfused - fused:.3f} us ({unfused:.3f} -> {fused:.3f} us estimated)"
-            hero = FusionView.of(producer).hero()
+            hero = FusionView.of(producer, self.members).hero()
             note = None
             if hero.opcode == "reduce":
                 from .analysis import is_reduction_from_or_to_contiguous, unnested_faster_than_elemental
@@ -261,38 +347,48 @@ class _Queue:
                                   note=note)
             if not producer.users and producer.parent is comp and producer is not comp.root:
                 self._remove(producer)
-            for t in touched:
-                self.changed(t)
+            for f in new_fusions:
+                self.changed(f)
+                costs.watch(f)
+            for x in affected:
+                if x.parent is comp:
+                    costs.recheck(x)
             for t in touched:
                 if t.parent is comp and t.opcode not in ("parameter", "tuple",
                                                          "get-tuple-element") and t.users:
                     if is_fusible(t) or t.opcode == "constant":
                         self.push(t)
+        for p in self.rejected:
+            if p.parent is comp and p in self.last_estimate:
+                self._not_beneficial(p, *self.last_estimate[p])
         changed |= self.fuse_constants()
         return changed
 
     def _remove(self, instr: Instruction) -> None:
         comp = self.comp
         body = instr.fused_computation if instr.opcode == "fusion" else None
+        self._forget_facts(instr)
         comp.remove_instruction(instr)
-        self.changed(instr)
-        if body is not None and comp.module is not None and body in comp.module.computations:
+        self.costs.forget(instr)
+        if body is not None and comp.module is not None and comp.module.has_computation(body):
             comp.module.remove_computation(body)
 
     def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
-        kind = fusion_kind_for(emitter_kind(FusionView.of_pair(producer, consumer)))
+        kind = fusion_kind_for(emitter_kind(FusionView.of_pair(producer, consumer, self.members)))
         if consumer.opcode == "fusion":
             fusion = consumer
             fusion.attrs["kind"] = kind
         else:
             fusion = create_fusion(consumer, kind)
+            self._forget_facts(consumer)
             replace_with_fusion(consumer, fusion)
-            self.changed(consumer)
+            self.costs.forget(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")
         fuse_into(fusion, producer)
         if kind == "kCustom" and involves_triton(producer, fusion):
             triton_backend_config(fusion, producer, consumer)
+        self._forget_facts(fusion)
         return fusion
 
     def fuse_constants(self) -> bool:

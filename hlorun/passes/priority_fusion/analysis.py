@@ -271,6 +271,11 @@ def find_hero(root: Instruction, members: set[Instruction] | None = None,
     return hero
 
 
+def fused_members(body) -> list[Instruction]:
+    """A fused computation's instructions other than parameters, in post order."""
+    return [i for i in body.post_order() if i.opcode != "parameter"]
+
+
 @dataclass
 class FusionView:
     """The instructions of a (real or would-be) fusion and its root;
@@ -289,16 +294,18 @@ class FusionView:
         return x
 
     @staticmethod
-    def of(instr: Instruction) -> "FusionView":
+    def of(instr: Instruction, members=None) -> "FusionView":
+        """``members(body)``, when given, returns the body's non-parameter
+        instructions in post order (a cache); by default they are computed."""
         if instr.opcode == "fusion":
             body = instr.fused_computation
-            return FusionView([i for i in body.post_order() if i.opcode != "parameter"],
+            return FusionView(members(body) if members is not None else fused_members(body),
                               body.root, fusion_backend_kind(instr))
         return FusionView([instr], instr)
 
     @staticmethod
-    def of_pair(producer: Instruction, consumer: Instruction) -> "FusionView":
-        p, c = FusionView.of(producer), FusionView.of(consumer)
+    def of_pair(producer: Instruction, consumer: Instruction, members=None) -> "FusionView":
+        p, c = FusionView.of(producer, members), FusionView.of(consumer, members)
         links: dict = {producer: p.root} if producer.opcode == "fusion" else {}
         for unit in (producer, consumer):
             if unit.opcode == "fusion":
@@ -333,7 +340,8 @@ def fusion_kind_for(kind: str) -> str:
             "transpose": "kInput", "scatter": "kInput"}[kind]
 
 
-__all__ = ["FusionView", "ReductionDims", "emitter_kind", "find_hero", "fusion_backend_kind",
+__all__ = ["FusionView", "ReductionDims", "emitter_kind", "find_hero", "fused_members",
+           "fusion_backend_kind",
            "fusion_kind_for", "is_fusible", "is_fusible_bitcast", "is_generic_triton_fusion",
            "is_intermediate", "is_real_reduction_hero", "reduction_dims", "tiled_transpose",
            "unnested_faster_than_elemental"]

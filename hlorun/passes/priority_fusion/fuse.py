@@ -69,15 +69,8 @@ def create_fusion(consumer: Instruction, kind: str) -> Instruction:
 
 
 def _register(module: Module, body: Computation, caller: Computation) -> None:
-    """Add ``body`` to the module before its caller (callees first)."""
-    if body in module.computations:
-        return
-    idx = module.computations.index(caller) if caller in module.computations else len(module.computations)
-    module.computations.insert(idx, body)
-    body.module = module
-    names = module._all_names()
-    for i in body._instructions:
-        names.add(i.name)
+    """Add ``body`` to the module before its caller (callees first); O(1)."""
+    module.insert_computation_before(body, caller)
 
 
 def _param_for(fusion: Instruction, body: Computation, operand: Instruction) -> Instruction:

@@ -38,7 +38,7 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width
 from ..base import Target
-from .analysis import FusionView, emitter_kind, reduction_dims, tiled_transpose
+from .analysis import FusionView, emitter_kind, fused_members, reduction_dims, tiled_transpose
 
 LAUNCH_US = 1.0
 MEMORY_COMPUTE_PARALLELISM = 0.95
@@ -114,7 +114,7 @@ class Units:
     """Resolve operands across fusion boundaries for a set of top-level
     instructions (fusions are looked through)."""
 
-    def __init__(self, units: list[Instruction]):
+    def __init__(self, units: list[Instruction], members=None):
         self.units = units
         self.unit_set = set(units)
         self.members: list[Instruction] = []
@@ -125,7 +125,7 @@ class Units:
                 for p in body.parameters:
                     if p is not None:
                         self.param_of[p] = u.operands[p.parameter_number]
-                self.members += [i for i in body.post_order() if i.opcode != "parameter"]
+                self.members += members(body) if members is not None else fused_members(body)
             else:
                 self.members.append(u)
         self.member_set = set(self.members)
@@ -160,13 +160,15 @@ def _reads_per_eval(user: Instruction, operand_index: int) -> float:
     return 1.0
 
 
-def estimate(units: list[Instruction], root_unit: Instruction, device: Device) -> Estimate:
-    """The estimate of one kernel made of ``units`` (``root_unit``'s output)."""
-    u = Units(units)
+def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
+             members=None) -> Estimate:
+    """The estimate of one kernel made of ``units`` (``root_unit``'s output);
+    ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`)."""
+    u = Units(units, members)
     root = u.root_of(root_unit)
     view = FusionView(u.members, root, None, _links(u))
     kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
-        emitter_kind(FusionView.of(root_unit))
+        emitter_kind(FusionView.of(root_unit, members))
     evals: dict[Instruction, float] = {m: 0.0 for m in u.members}
     evals[root] = float(_elements(root))
     ext_reads: dict[Instruction, float] = {}
