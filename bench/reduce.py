@@ -45,7 +45,7 @@ def main() -> None:
 
     import tempfile
 
-    from hlorun.fileio import load_module, write_atomic
+    from hlorun.parser import load_module, write_atomic
     from hlorun.printer import print_module
     from hlorun.cli.compile_options import compile_config
     from hlorun.reduce import ReduceOptions, Reducer, parse_condition

@@ -161,11 +161,6 @@ def _write_through(real: str, p: str, data: bytes) -> None:
         raise UsageError(f"{p}: cannot write: {e.strerror or e}") from None
 
 
-def load_module(path: str | os.PathLike):
-    from .parser import parse_module
-    return parse_module(read_text(path), "<stdin>" if str(path) == "-" else str(path))
-
-
 def check_dump_dir(path: str | os.PathLike, overwrite: bool = False) -> None:
     """``--dump-to DIR`` must be a new or empty directory, so two runs' dumps
     never mix silently (XLA itself writes over whatever is there).  With

@@ -1212,14 +1212,10 @@ def parse_module(text: str, filename: str | None = None) -> Module:
     return module
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """Read an HLO file; ``.gz`` files are decompressed."""
-    from .fileio import read_text as _read
-    return _read(path)
-
-
 def load_module(path: str | os.PathLike) -> Module:
-    return parse_module(read_text(path), str(path))
+    """Read (``.gz``/``.xz`` decompressed, ``-`` is stdin) and parse an HLO file."""
+    from .fileio import read_text
+    return parse_module(read_text(path), "<stdin>" if str(path) == "-" else str(path))
 
 
 def split_input_file(text: str) -> list[tuple[int, str]]:

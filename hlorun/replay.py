@@ -164,7 +164,7 @@ def replay_module(mod: DumpModule, diffs: bool = True, form: str = "diff",
                   ) -> Iterator[ReplayStep]:
     """Yield one ReplayStep per dump file after the first, in order."""
     from .diffs import diff_snapshots, snapshot
-    from .fileio import load_module
+    from .parser import load_module
     files = mod.files()
     if not files:
         return

@@ -199,7 +199,7 @@ def test_dump_names_follow_xla_scheme(tmp_path):
     ours = [n for n in names if XLA_STEP.match(n)]
     assert len(ours) == 9
     # dumps are valid HLO that hlorun re-reads; cse's file equals XLA's own after_cse dump
-    from hlorun.fileio import load_module
+    from hlorun.parser import load_module
     from hlorun.printer import print_module
     ours_cse = load_module(d / names[2])
     xla_cse = load_module(shared_path("xla-dumps", "cnn_fp16",

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from hlorun import diffs
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.printer import print_module
 from hlorun.snapshots import SnapshotCache
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.fingerprint import fingerprint
 from hlorun.ir.module import Instruction
 from hlorun.printer import print_module

@@ -15,7 +15,7 @@ import pytest
 
 import hlorun
 from hlorun import snapshots as S
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.fingerprint import fingerprint
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
 from hlorun.pipeline_spec import load_pipeline

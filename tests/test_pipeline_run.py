@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
 from hlorun.pipeline_spec import load_pipeline, parse_pipeline
 from hlorun.source import UsageError

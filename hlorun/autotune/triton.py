@@ -353,7 +353,8 @@ class SearchSpace:
         generated = self.generate()
         if self.exhaustive:
             return generated
-        return self.optimize(generated, triton_defaults.hints_for(self.d.triton_platform))
+        hints = tuple(TritonConfig(*h) for h in triton_defaults.hints_for(self.d.triton_platform))
+        return self.optimize(generated, hints)
 
     def describe(self) -> str:
         return (f"problem BxMxNxK {self.batch}x{self.lhs}x{self.rhs}x{self.k} "

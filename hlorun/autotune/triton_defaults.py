@@ -65,7 +65,10 @@ _TABLES = {"ampere": AMPERE, "mi300": MI300, "mi350": MI350, "hopper": HOPPER}
 
 @lru_cache(maxsize=None)
 def hints_for(platform: str) -> tuple:
-    from .triton import TritonConfig
+    """The platform's default configs, without repeats, as tuples of
+    :class:`~hlorun.autotune.triton.TritonConfig`'s fields in order (block_m,
+    block_n, block_k, split_k, num_stages, num_warps, num_ctas,
+    is_tma_allowed, is_warp_specialization_allowed, waves_per_eu)."""
     rows = _TABLES.get(platform)
     if not rows:
         return ()
@@ -73,7 +76,7 @@ def hints_for(platform: str) -> tuple:
     for r in rows:
         m, n, k, s, w, wpe = r[:6]
         tma = bool(r[6]) if len(r) > 6 else False
-        c = TritonConfig(m, n, k, 1, s, w, 1, tma, False, wpe)
+        c = (m, n, k, 1, s, w, 1, tma, False, wpe)
         if c not in out:
             out.append(c)
     return tuple(out)

@@ -21,6 +21,7 @@ import numpy as np
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape
 from .dtypes import dtype_of
+from .memory import EvalPlan, check_memory
 from .registry import CUSTOM_CALLS, HANDLERS, EvaluationError
 
 #: default for --max-bytes: refuse evaluations whose estimated peak exceeds it
@@ -39,43 +40,6 @@ LIFTABLE = frozenset({
     "exponential-minus-one", "sine", "cosine", "erf", "cbrt", "reduce-precision",
     "popcnt", "count-leading-zeros", "real", "imag", "complex",
 })
-
-
-class _Plan:
-    __slots__ = ("order", "frees", "root")
-
-    def __init__(self, comp: Computation):
-        root = comp.root
-        if root is None:
-            raise EvaluationError(f"computation {comp.name} has no root")
-        # Post order of what the root needs (iterative DFS, operands in order).
-        order: list[Instruction] = []
-        state: dict[Instruction, int] = {}
-        stack = [root]
-        while stack:
-            cur = stack[-1]
-            st = state.get(cur)
-            if st is None:
-                state[cur] = 1
-                for o in reversed(cur.operands):
-                    if o not in state:
-                        stack.append(o)
-            else:
-                stack.pop()
-                if st == 1:
-                    state[cur] = 2
-                    order.append(cur)
-        last: dict[Instruction, int] = {}
-        for i, ins in enumerate(order):
-            for o in ins.operands:
-                last[o] = i
-        frees: list[list[Instruction]] = [[] for _ in order]
-        for o, i in last.items():
-            if o is not root:
-                frees[i].append(o)
-        self.order = order
-        self.frees = frees
-        self.root = root
 
 
 def _liftable(comp: Computation, cache: dict) -> bool:
@@ -115,7 +79,7 @@ class Evaluator:
         self.max_bytes = max_bytes
         self.max_while_iterations = max_while_iterations
         self.lifted = False
-        self._plans: dict[Computation, _Plan] = {}
+        self._plans: dict[Computation, EvalPlan] = {}
         self._liftable: dict[Computation, bool] = {}
 
     # -- entry -----------------------------------------------------------------------
@@ -139,15 +103,14 @@ class Evaluator:
                 raise EvaluationError(f"entry computation {entry.name} has no parameter {i}")
             check_value(p.shape, a, f"argument {i} ({p.name})")
         if self.max_bytes is not None:
-            from .memory import check_memory
             check_memory(self.module, args, self.max_bytes)
         return self.call(entry, list(args))
 
     # -- computations --------------------------------------------------------------------
-    def plan(self, comp: Computation) -> _Plan:
+    def plan(self, comp: Computation) -> EvalPlan:
         p = self._plans.get(comp)
         if p is None:
-            p = self._plans[comp] = _Plan(comp)
+            p = self._plans[comp] = EvalPlan(comp)
         return p
 
     def call(self, comp: Computation, args: Sequence[Any]) -> Any:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import contiguous, cast_result, widen
-from .reduction import _ufunc, simple_reducer
+from .dtypes import contiguous
+from .reduction import combine_at
 from .registry import EvaluationError, handler
 
 
@@ -71,45 +71,6 @@ def _gather(ev, instr, ops):
         full.append(part)
     got = operand[tuple(full)] if full else operand
     return contiguous(np.broadcast_to(got, out_shape))
-
-
-def combine_at(ev, comp, results: list[np.ndarray], targets: list[np.ndarray],
-               values: list[np.ndarray], types: list[str]) -> None:
-    """``results[i][t] = comp(results..[t], values..)`` for every update,
-    in place on the flat ``results`` arrays; ``targets`` are flat indices."""
-    t = targets[0]
-    if t.size == 0:
-        return
-    root = comp.root
-    n = len(results)
-    if root.opcode == "parameter" and n == 1:
-        if root.parameter_number == 1:
-            results[0][t] = values[0]
-        return
-    kind = simple_reducer(comp) if n == 1 else None
-    if kind is not None:
-        wide = widen(results[0])
-        fn = _ufunc(kind, wide.dtype)
-        if fn is not None:
-            w = wide.copy() if wide is results[0] else wide
-            with np.errstate(all="ignore"):
-                fn.at(w, t, widen(values[0]).astype(w.dtype))
-            results[0][...] = cast_result(w, types[0])
-            return
-    # General combiner: rounds of distinct targets.
-    order = np.argsort(t, kind="stable")
-    ts = t[order]
-    first = np.r_[True, ts[1:] != ts[:-1]]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(ts.size), 0))
-    rank = np.arange(ts.size) - group_start
-    for r in range(int(rank.max()) + 1):
-        sel = order[rank == r]
-        tr = t[sel]
-        cur = [res[tr] for res in results]
-        new = ev.call_lifted(comp, cur + [v[sel] for v in values])
-        new = list(new) if n > 1 else [new]
-        for res, val, typ in zip(results, new, types):
-            res[tr] = np.broadcast_to(cast_result(np.asarray(val), typ), tr.shape)
 
 
 @handler("scatter")

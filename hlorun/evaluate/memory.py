@@ -97,6 +97,46 @@ _ALIASING = frozenset({"tuple", "get-tuple-element", "copy", "domain", "opt-barr
                        "optimization-barrier", "add-dependency", "async-update"})
 
 
+class EvalPlan:
+    """The evaluation order of a computation (what its root needs, operands
+    first) and, per step, the values whose last user it is."""
+
+    __slots__ = ("order", "frees", "root")
+
+    def __init__(self, comp: Computation):
+        root = comp.root
+        if root is None:
+            raise EvaluationError(f"computation {comp.name} has no root")
+        # Post order of what the root needs (iterative DFS, operands in order).
+        order: list[Instruction] = []
+        state: dict[Instruction, int] = {}
+        stack = [root]
+        while stack:
+            cur = stack[-1]
+            st = state.get(cur)
+            if st is None:
+                state[cur] = 1
+                for o in reversed(cur.operands):
+                    if o not in state:
+                        stack.append(o)
+            else:
+                stack.pop()
+                if st == 1:
+                    state[cur] = 2
+                    order.append(cur)
+        last: dict[Instruction, int] = {}
+        for i, ins in enumerate(order):
+            for o in ins.operands:
+                last[o] = i
+        frees: list[list[Instruction]] = [[] for _ in order]
+        for o, i in last.items():
+            if o is not root:
+                frees[i].append(o)
+        self.order = order
+        self.frees = frees
+        self.root = root
+
+
 class _Estimator:
     def __init__(self):
         self.peaks: dict[Computation, tuple[int, Instruction | None]] = {}
@@ -105,8 +145,7 @@ class _Estimator:
         key = comp
         if not count_params and key in self.peaks:
             return self.peaks[key]
-        from .core import _Plan
-        plan = _Plan(comp)
+        plan = EvalPlan(comp)
         live = 0
         best, at = 0, None
         sizes: dict[Instruction, int] = {}

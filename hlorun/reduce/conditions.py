@@ -287,7 +287,7 @@ class OutputDiffersCondition(Condition):
     def prepare(self, cfg: CompileConfig | None) -> None:
         super().prepare(cfg)
         self.ev = _evaluator()
-        from ..fileio import load_module
+        from ..parser import load_module
         self.other = load_module(self.other_path)
         self._ref: dict[str, Any] = {}
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..ir.module import Module
 from .hlo_match import parse_matcher
+from .fixtures import run_passes
 from .xla_cases import Plan, XlaCase, XlaSuite, split_args
 
 H100 = {"platform": "cuda", "device": "H100", "compute_capability": "9.0"}
@@ -264,7 +265,6 @@ def _fp8_pipeline_check(case: XlaCase, target: dict[str, str]):
     custom call is __cublas$lt$matmul$f8."""
     def check(_module: Module) -> str | None:
         from ..parser import parse_module
-        from .passcases import run_passes
         mod = parse_module(case.hlo_text(), case.entry["file"])
         run_passes(mod, [(n, {**o, "fp8": "all"} if n == GEMM else o)
                          for n, o in optimized_pipeline()], target)

@@ -24,10 +24,10 @@ from typing import Any, Callable
 
 from ..ir.module import Module
 from ..source import HloError
-from .passcases import CaseResult
+from .fixtures import CaseResult, run_passes
 
 __all__ = ["Plan", "SuiteReport", "XlaCase", "XlaSuite", "load_cases", "plan_case", "run_case",
-           "run_suite", "split_args"]
+           "split_args"]
 
 
 @dataclass
@@ -288,7 +288,6 @@ def run_case(case: XlaCase, suite: XlaSuite) -> CaseResult:
     from ..printer import print_module
     from ..verify import HloVerifier
     from .filecheck import filecheck
-    from .passcases import run_passes
     e = case.entry
     short = case.test.split(".", 1)[-1]
     if short in suite.skips or case.test in suite.skips:
@@ -370,9 +369,3 @@ class SuiteReport:
     def rate_text(self) -> str:
         run = self.passed + self.failed
         return f"{self.passed}/{run}"
-
-
-def run_suite(corpus: Path, test_file: str) -> SuiteReport:
-    from .xla_suites import SUITES
-    suite = SUITES[test_file]
-    return SuiteReport(test_file, [run_case(c, suite) for c in load_cases(corpus, test_file)])

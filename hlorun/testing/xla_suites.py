@@ -10,11 +10,13 @@ reason (see ``python -m hlorun.testing.passcases -v``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..ir.module import Module
 from ..ir.shape import reshape_is_bitcast
 from .fusion_suites import FUSION_SUITES
 from .gemm_suites import GEMM_SUITES
-from .xla_cases import XlaSuite
+from .xla_cases import SuiteReport, XlaSuite, load_cases, run_case
 
 
 def all_reshapes_are_bitcasts(module: Module) -> str | None:
@@ -42,3 +44,8 @@ SUITES: dict[str, XlaSuite] = {
         },
     ),
 }
+
+
+def run_suite(corpus: Path, test_file: str) -> SuiteReport:
+    suite = SUITES[test_file]
+    return SuiteReport(test_file, [run_case(c, suite) for c in load_cases(corpus, test_file)])

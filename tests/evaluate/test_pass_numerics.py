@@ -19,7 +19,7 @@ from hlorun.evaluate import (EvaluationError, compare_values, evaluate, output_t
                              tolerance_types, unsupported_ops)
 from hlorun.parser import parse_module
 from hlorun.passes import REGISTRY
-from hlorun.testing.passcases import fixture_files, load_fixture_file, run_passes
+from hlorun.testing.fixtures import fixture_files, load_fixture_file, run_passes
 
 from ..broken_passes import SwappedReshapeDecomposer as BrokenDecomposer
 from ..conftest import SHARED, TESTDATA

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.testing.passcases import fixture_files, load_fixture_file, run_fixture_case
+from hlorun.testing.fixtures import fixture_files, load_fixture_file, run_fixture_case
 
 from ..conftest import TESTDATA
 

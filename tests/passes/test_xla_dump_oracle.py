@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.passes import pass_class
 from hlorun.printer import print_module
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import hlorun
-from hlorun.testing.passcases import run_passes
+from hlorun.testing.fixtures import run_passes
 
 from ..conftest import SHARED
 

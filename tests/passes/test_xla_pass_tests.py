@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.testing.xla_cases import load_cases, run_case, run_suite
-from hlorun.testing.xla_suites import SUITES
+from hlorun.testing.xla_cases import load_cases, run_case
+from hlorun.testing.xla_suites import SUITES, run_suite
 
 from ..conftest import SHARED, shared_path
 

@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.fileio import load_module, read_text
+from hlorun.fileio import read_text
+from hlorun.parser import load_module
 from hlorun.printer import print_module
 from hlorun.cli.compile_options import compile_config
 from hlorun.reduce import ReduceOptions, Reducer, parse_condition

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.ir.clone import clone_module
 from hlorun.parser import parse_module
 from hlorun.printer import print_module

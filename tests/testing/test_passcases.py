@@ -12,7 +12,7 @@ import pytest
 from hlorun.ir.module import Module
 from hlorun.passes import REGISTRY
 from hlorun.passes.base import Pass
-from hlorun.testing.passcases import load_fixture_file, run_fixture_case
+from hlorun.testing.fixtures import load_fixture_file, run_fixture_case
 from hlorun.testing.xla_cases import XlaCase, XlaSuite, plan_case, run_case, split_args
 
 

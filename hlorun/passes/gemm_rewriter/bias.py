@@ -49,6 +49,12 @@ def _opt_bitcast_slice(x: Instruction, targets, slice_one_user: bool):
     return None
 
 
+def handle_add(v: "GemmRewriterVisitor", instr: Instruction) -> None:
+    """The visitor's HandleAdd: bias fusion (when the options allow it)."""
+    if v.opts.bias:
+        handle_add_bias(v, instr)
+
+
 def handle_add_bias(v: "GemmRewriterVisitor", instr: Instruction) -> None:
     comp = instr.parent
     targets = LT_MAYBE_F8

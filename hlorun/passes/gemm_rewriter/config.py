@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...ir.attrs import parse_frontend_attributes
 from ...ir.module import Instruction
 
 KB = 1024
@@ -196,8 +197,8 @@ def max_precision(precisions: list[str]) -> int:
 def new_gemm_config(dot: Instruction, dims: DotDims, lhs_stride: int, rhs_stride: int) -> dict[str, Any]:
     """The GemmBackendConfig HandleDot builds (as a plain dict; printed by
     :func:`gpu_backend_config_json`)."""
-    from .hlo import frontend_attributes
-    fa = frontend_attributes(dot)
+    text = dot.attrs.get("frontend_attributes")
+    fa = parse_frontend_attributes(text) if text else {}
     return {
         "alpha_real": 1.0, "alpha_imag": 0.0, "beta": 0.0,
         "dot_dimension_numbers": dims.to_json(),

@@ -339,13 +339,6 @@ def _fuse_relu(v: "GemmRewriterVisitor", instr: Instruction, zeros: Instruction,
 # ---------------------------------------------------------------------------
 
 
-def handle_add(v: "GemmRewriterVisitor", instr: Instruction) -> None:
-    if not v.opts.bias:
-        return
-    from .bias import handle_add_bias
-    handle_add_bias(v, instr)
-
-
 def constant_fold_bias(bias: Instruction) -> Instruction:
     """``MaybeConstantFoldBias``: materialize broadcast(non-scalar constant)
     (optionally reshaped, transposed or bitcast) up to 8 MiB."""

@@ -11,7 +11,7 @@ from typing import Any
 from ...ir.module import Computation, Instruction
 from ...ir.shape import Shape
 from ...source import PassError
-from . import epilogues, fp8, fp8_output
+from . import bias, epilogues, fp8, fp8_output
 from . import hlo as H
 from .config import CUBLAS_GEMM, CUBLAS_LT_MATMUL, DotDims, Gpu, gpu_backend_config_json, new_gemm_config
 from .matmul import (cublas_support_reason, matmul_sizes, normalize_batch_dimensions,
@@ -208,7 +208,7 @@ GemmRewriterVisitor._HANDLERS = {
     "dot": GemmRewriterVisitor.handle_dot,
     "multiply": epilogues.handle_multiply,
     "divide": fp8_output.handle_divide,
-    "add": epilogues.handle_add,
+    "add": bias.handle_add,
     "maximum": epilogues.handle_maximum,
     "convert": fp8_output.handle_convert,
 }
