@@ -123,7 +123,7 @@ def run_options(options: CompileOptions, listeners: Sequence[Any] = (),
                       incremental_checks=d.incremental_checks, listeners=list(listeners))
 
 
-def _diff_capture(d, cache, sink):
+def _diff_capture(d, cache, sink, keep: bool = False):
     from .diffs import DiffListener
 
     class _Capture(DiffListener):
@@ -135,7 +135,7 @@ def _diff_capture(d, cache, sink):
         def _keep(self, header: str, lines: list[str]) -> None:
             if sink is not None:
                 sink(header, lines)
-            else:
+            if sink is None or keep:
                 self.kept[self._index] = lines
 
         def on_after_pass(self, ev, module) -> None:
@@ -147,7 +147,7 @@ def _diff_capture(d, cache, sink):
 
 def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOptions | None = None,
             listeners: Sequence[Any] = (), copy: bool = True, diff_sink: Callable | None = None,
-            command_line: str | None = None, clock: Callable[[], float] = time.perf_counter,
+            keep_diffs: bool = False, command_line: str | None = None, clock: Callable[[], float] = time.perf_counter,
             **kwargs: Any) -> CompileResult:
     """Run ``pipeline`` (default gpu-cuda) on a module and return what happened.
 
@@ -163,7 +163,8 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
     :class:`~hlorun.PipelineError`.
 
     ``listeners``: extra :class:`hlorun.pipeline.Listener` objects;
-    ``diff_sink(header, lines)`` receives each diff as it is made instead of
+    ``diff_sink(header, lines)`` receives each diff as it is made (``keep_diffs``:
+    also keep it in ``result.diffs``, e.g. for the HTML report) instead of
     keeping it; ``command_line`` is recorded in reproducer bundles."""
     from .ir.module import Module
     options = CompileOptions.from_kwargs(options, **kwargs)
@@ -190,7 +191,7 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
     attached: list[Any] = []
     capture = dumper = repro = lineage = numerics = None
     if d.diffs != "none":
-        capture = _diff_capture(d, cache, diff_sink)
+        capture = _diff_capture(d, cache, diff_sink, keep_diffs)
         attached.append(capture)
     if o.dump_to:
         from .dump import DumpListener

@@ -26,9 +26,15 @@ def _argv() -> list[str]:
 
 @click.command()
 @compile_flags
+@click.option("--html", "html", default=None, type=click.Path(dir_okay=False), metavar="PATH",
+              help="Also write a self-contained HTML report (pass timeline with diffs, "
+                   "kernel graph, autotuner decisions, buffers with --buffers).")
+@click.option("--model-explorer-data", "me_data", default=None, type=click.Path(file_okay=False),
+              metavar="DIR", help="Write Model Explorer node-data overlays of the final module "
+                                  "(created_by, final_kernel, autotuner_backend, buffer_bytes .json).")
 @handle_errors
 def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table, show_remarks,
-                traceback, overwrite_dump, **params):
+                traceback, overwrite_dump, html, me_data, **params):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
     per changed pass on stderr; print the optimized module.
 
@@ -45,11 +51,19 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         raise UsageError("--bug-report needs the module in a file, not on stdin")
     from ..fileio import check_dump_dir, refuse_overwrite
     refuse_overwrite(output, file)
+    refuse_overwrite(html, file, "--html")
     options, notes = options_from_params(params)
     if options.output.dump_to:
         check_dump_dir(options.output.dump_to, overwrite_dump)
     text_mode = fmt == "text"
-    if not text_mode:
+    show_diffs = text_mode and options.diagnostics.diffs != "none"
+    if html or me_data:
+        # the report shows every changed pass's diff, whatever the terminal
+        # shows, and kernels with their lineage
+        options = replace(options, diagnostics=replace(
+            options.diagnostics, lineage=True,
+            diffs="changed" if options.diagnostics.diffs == "none" else options.diagnostics.diffs))
+    elif not text_mode:
         options = replace(options, diagnostics=replace(options.diagnostics, diffs="none"))
     staging = None
     if bug_report:
@@ -69,7 +83,8 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         parse_seconds = time.perf_counter() - t
     import shlex
     result = api.compile(source, options=options, copy=False,
-                         diff_sink=report.diff_block if text_mode else None,
+                         diff_sink=report.diff_block if show_diffs else (lambda h, lines: None),
+                         keep_diffs=bool(html or me_data),
                          command_line=shlex.join(["hlorun", "compile"] + argv))
     if parse_seconds is not None:
         result.parse_seconds = parse_seconds
@@ -91,6 +106,14 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         import json
         doc = result.to_json(input=file, output=output)
         report.write_stdout(json.dumps(doc, indent=2) + "\n")
+    if html:
+        from ..html_report import write_html
+        write_html(result, html, input_name=file)
+        report.info(f"HTML report: {html}")
+    if me_data:
+        from ..model_explorer.node_data import write_overlays
+        written = write_overlays(result, me_data)
+        report.info(f"Model Explorer node data: {len(written)} files in {me_data}")
     if options.output.dump_to and text_mode:
         report.info(f"dumps: {len(result.dump_files)} files in {options.output.dump_to}")
     if staging is not None:

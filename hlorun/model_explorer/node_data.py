@@ -89,17 +89,35 @@ def overlays(result) -> dict[str, dict[str, Any]]:
             continue
         for node in _nodes_of(instr):
             kernel.setdefault(g, {})[node] = k.name
-    for d in result.autotune:
-        w = d.winner or {}
-        instr = _find(module, d.instruction)
-        if instr is not None and id(instr) in where:
-            for node in _nodes_of(instr):
-                backend.setdefault(where[id(instr)], {})[node] = \
-                    w.get("backend") or w.get("label") or "?"
+    # the autotuner's decision reaches the final kernel through lineage (a
+    # GEMM fissioned to a library call has a new name); by name otherwise
+    decided: dict[int, str] = {}
+    for e in result.kernels:
+        if e.kernel.category != "gemm-fusion" and not _is_blas(e.kernel.category):
+            continue
+        for d in e.decisions:
+            b = d.remark.data.get("backend") if d.remark.kind == "applied" else None
+            if b:
+                decided[id(e.kernel.instruction)] = b
+    for rec in result.autotune:
+        instr = _find(module, rec.instruction)
+        if instr is not None and id(instr) not in decided:
+            decided[id(instr)] = (rec.winner or {}).get("backend") or "?"
+    for comp in module.computations:
+        for instr in comp._instructions:
+            b = decided.get(id(instr))
+            if b is not None and id(instr) in where:
+                for node in _nodes_of(instr):
+                    backend.setdefault(where[id(instr)], {})[node] = b
     return {"created_by.json": _overlay("created by pass", created),
             "final_kernel.json": _overlay("final kernel", kernel),
             "autotuner_backend.json": _overlay("autotuner backend", backend),
             "buffer_bytes.json": _overlay("output bytes", sizes, numeric=True)}
+
+
+def _is_blas(category: str) -> bool:
+    return category.startswith("custom-call:") and any(
+        lib in category.lower() for lib in ("cublas", "hipblas", "rocblas"))
 
 
 def _is_layer(instr) -> bool:

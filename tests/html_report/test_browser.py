@@ -166,10 +166,17 @@ def test_model_explorer_shows_hlo(browser, tmp_path):
     except ImportError:
         _need("ai-edge-model-explorer (the explorer extra)")
     port = _free_port()
-    model = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(hlorun.__file__).parent.parent)]
                                                      + sys.path))
+    # the compiled S0 module with the compile's node data overlays
+    model, me = tmp_path / "final.hlo", tmp_path / "me"
+    subprocess.run([sys.executable, "-m", "hlorun", "compile",
+                    str(TESTDATA / "s0" / "jit_dot_general_consumer.hlo"), "-o", str(model),
+                    "--model-explorer-data", str(me), "--no-table", "--diff", "none"],
+                   env=env, check=True, capture_output=True)
+    overlays = ",".join(str(me / f) for f in ("final_kernel.json", "created_by.json"))
     proc = subprocess.Popen([exe, str(model), "--extensions=hlorun.model_explorer",
+                             "--node_data_paths", overlays,
                              "--no_open_in_browser", "--host", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
@@ -186,7 +193,7 @@ def test_model_explorer_shows_hlo(browser, tmp_path):
         assert "HLO text adapter (hlorun)" in "".join(lines)
         page = Page(browser, tmp_path)
         page.page.goto(url)
-        page.page.wait_for_selector("text=4 nodes", timeout=60_000)
+        page.page.wait_for_selector("text=final kernel", timeout=60_000)
         page.page.wait_for_timeout(1500)
         page.shot("model-explorer")
         assert page.real_errors() == []

@@ -155,3 +155,25 @@ def test_from_json_and_from_result_agree_on_the_common_parts(s0_result):
     d = _data(html)
     assert d["violations"] == json.loads(json.dumps(a["violations"]))
     assert len(d["autotune"]) == len(a["autotune"])
+
+
+def test_compile_html_and_model_explorer_data_from_the_cli(tmp_path):
+    """``compile --html`` keeps every changed pass's diff for the page even
+    with ``--diff none`` on the terminal; ``--model-explorer-data`` writes the
+    four overlays keyed by the final module's nodes."""
+    out, page, me = tmp_path / "out.hlo", tmp_path / "r.html", tmp_path / "me"
+    res = CliRunner().invoke(cli, ["compile", str(S0), "-p", "gpu-rocm-41481", "--force-backend",
+                                   "hipblaslt", "--diff", "none", "--no-table", "-o", str(out),
+                                   "--html", str(page), "--model-explorer-data", str(me)])
+    assert res.exit_code == 2, res.output
+    assert "@@" not in res.output  # no diff on the terminal
+    data = _data(page.read_text())
+    assert data["violations"][0]["rule"] == "reshape-is-bitcast"
+    assert any(p["has_diff"] for p in data["passes"])
+    backend = json.loads((me / "autotuner_backend.json").read_text())
+    (graph, overlay), = backend.items()
+    assert {v["value"] for v in overlay["results"].values()} == {"hipblaslt"}
+    assert sorted(p.name for p in me.iterdir()) == ["autotuner_backend.json", "buffer_bytes.json",
+                                                    "created_by.json", "final_kernel.json"]
+    res = CliRunner().invoke(cli, ["compile", str(S0), "--html", str(S0)])
+    assert res.exit_code == 1 and "refusing to overwrite" in res.output
