@@ -107,6 +107,9 @@ def check_instruction(instr: Instruction, opts: Any, ctx: Any) -> list[str]:
     """Messages for the InstructionVerifier rules ``instr`` breaks; ``ctx``
     knows each computation's callers (:class:`hlorun.verifier.module.Context`)."""
     op = instr.opcode
+    bad_layout = _layout_in_shape(instr.shape)
+    if bad_layout:
+        return [bad_layout]  # the other rules would misread the shape
     try:
         extra = _sharding_rank(instr)
         if opts.verify_layout_changes and opts.layout_sensitive:
@@ -114,6 +117,34 @@ def check_instruction(instr: Instruction, opts: Any, ctx: Any) -> list[str]:
         return extra + _instruction_rules(instr, opts, ctx)
     except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
         return [f"malformed {op}: {type(e).__name__}: {e}"]
+
+
+def _layout_in_shape(shape) -> str | None:
+    """``LayoutUtil::ValidateLayoutInShape`` (ShapeVerifier::Preprocess's
+    ValidateShapeWithOptionalLayout): each array's minor_to_major is a
+    permutation of its dimensions (a pass that writes a layout of another
+    rank is caught here, on the instruction, not later as an IndexError)."""
+    stack = [shape]
+    while stack:
+        s = stack.pop()
+        if s.tuple_shapes is not None:
+            stack.extend(s.tuple_shapes)
+            continue
+        if s.buffer_of is not None:
+            stack.append(s.buffer_of)
+            continue
+        if not s.is_array or s.layout is None:
+            continue
+        m2m, rank = list(s.layout.minor_to_major), len(s.dimensions)
+        joined = ", ".join(map(str, m2m))
+        if len(m2m) != rank:
+            return (f"layout minor_to_major field contains {len(m2m)} elements, but shape is rank "
+                    f"{rank}: {{{joined}}}; shape: {s}")
+        if any(d < 0 or d >= rank for d in m2m):
+            return f"layout minor_to_major field has out-of-bounds value: {{{joined}}}; shape: {s}"
+        if len(set(m2m)) != rank:
+            return f"layout minor_to_major field has duplicate values: {{{joined}}}; shape: {s}"
+    return None
 
 
 def _instruction_rules(instr: Instruction, opts: Any, ctx: Any) -> list[str]:

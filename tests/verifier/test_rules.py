@@ -243,3 +243,17 @@ def test_rule_fires_on_broken_module(case):
         assert d.line == line_of(broken, instr)
         assert d.column >= 1
         assert d.render(broken).startswith(f"t.hlo:{d.line}:{d.column}: error: ")
+
+
+def test_layout_of_another_rank_written_by_a_pass_is_a_finding_on_the_instruction():
+    """``LayoutUtil::ValidateLayoutInShape``: the parser refuses such text,
+    so the layout is set the way a buggy pass would (layout-assignment once
+    wrote {1,0} on a rank-3 bitcast operand of XLA's gemm_bias_gelu module,
+    which layout_normalization then hit as an IndexError)."""
+    from hlorun.ir.shape import Layout
+    module = hlorun.parse_module(dump("gemm_bias_gelu_bf16", "*gpu_after_optimizations.txt"), "t.hlo")
+    instr = next(i for c in module.computations for i in c.instructions if i.name == "bitcast.1.0")
+    instr.shape = instr.shape.with_layout(Layout((1, 0)))
+    diags = [d for d in HloVerifier().check(module) if d.instruction == "bitcast.1.0"]
+    assert diags and "layout minor_to_major field contains 2 elements, but shape is rank 3" \
+        in diags[0].message, [d.message for d in diags]

@@ -21,6 +21,10 @@ Per non-fusion computation (callees first):
    matching layout on to its operand);
 4. copies where an operand's layout differs from what its user needs.
 
+A module that already has bitcasts (XLA's after_optimizations output) is
+refused, as XLA's LayoutAssignment refuses it ("Unexpected bitcast
+operation seen during layout assignment"), naming the bitcast.
+
 Simplifications (documented deviations): one propagation round with equal
 priorities; fusion computations are not laid out; sort/FFT/TopK/cuDNN
 backend constraints are not modelled.  Option ``free_gemm_output``: do not
@@ -59,7 +63,10 @@ class LayoutAssignment(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         ecl = module.entry_computation_layout()
-        for comp in nonfusion_computations(module):
+        comps = nonfusion_computations(module)
+        for comp in comps:
+            self._refuse_bitcasts(comp)
+        for comp in comps:
             if comp.is_entry:
                 if ecl is not None:
                     params, result = ecl
@@ -72,6 +79,17 @@ class LayoutAssignment(Pass):
             if self._run_on(comp, params, result):
                 changed = True
         return changed
+
+    def _refuse_bitcasts(self, comp: Computation) -> None:
+        """XLA's LayoutAssignment refuses a module with bitcasts: they are
+        layout-sensitive and only exist after layout assignment (an
+        ``after_optimizations`` module, or one a post-layout pass made)."""
+        for instr in comp.instructions:
+            if instr.opcode == "bitcast":
+                self.fail(f"Unexpected bitcast operation seen during layout assignment: {instr.name} "
+                          f"({instr.operands[0].shape} -> {instr.shape}); bitcasts only exist after "
+                          "layout assignment (is this an after_optimizations module? compile XLA's "
+                          "before_optimizations module, or run only the post-layout passes)", instr)
 
     def _run_on(self, comp: Computation, params, result: Shape | None) -> bool:
         prop = Propagation(comp, self.reduction_threshold)
