@@ -117,7 +117,7 @@ def compare_row(dump: str | Path, pipeline: str = "gpu-cuda") -> Row:
     import hlorun
     from hlorun.kernels import compare_kinds, kernel_list, kinds_matched
     from hlorun.pipeline import RunOptions, run_pipeline
-    from hlorun.pipeline_spec import load_pipeline
+    from hlorun.pipeline_loader import load_pipeline
     d = resolve(str(dump))
     files = dump_files(d)
     if files is None:

@@ -98,7 +98,8 @@ def resolve_spec(pipeline: Any, options: CompileOptions):
     gpu-cuda) with the device overrides and the autotuning section."""
     from dataclasses import replace
 
-    from .pipeline_spec import PipelineSpec, load_pipeline
+    from .pipeline_spec import PipelineSpec
+    from .pipeline_loader import load_pipeline
     if isinstance(pipeline, PipelineSpec):
         spec = pipeline
     else:

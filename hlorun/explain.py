@@ -294,7 +294,7 @@ def run_with_lineage(path: str, pipeline: str | None = None, target: dict | None
     from .fileio import read_text
     from .parser import parse_module
     from .pipeline import RunOptions, run_pipeline
-    from .pipeline_spec import load_pipeline
+    from .pipeline_loader import load_pipeline
     spec = load_pipeline(pipeline).with_target(**(target or {}))
     module = parse_module(read_text(path), path)
     tracker = LineageTracker()

@@ -16,9 +16,9 @@ from typing import Any
 
 from .passes import REGISTRY, pass_class
 from .passes.base import Target
-from .pipeline_spec import (DEFAULT_MAX_ITERATIONS, SECTIONS, CheckerSpec, CheckStep, PassStep,
-                            PipelineSpec, PipelineStep, Step, _plain, resolve_pipeline)
-from .source import UsageError
+from .pipeline_spec import (DEFAULT_MAX_ITERATIONS, DEFAULT_PIPELINE, SECTIONS, CheckerSpec,
+                            CheckStep, PassStep, PipelineSpec, PipelineStep, Step, _plain)
+from .source import PipelineError, UsageError
 from .spec_types import check_value, option_fields, type_hints
 from .yaml_source import LMap, Loc, LSeq, YamlError, load_located, loc_of
 
@@ -56,7 +56,6 @@ class Loader:
     def load_file(self, path, loc: Loc | None = None) -> PipelineSpec:
         """Load a user's file (a Path) or a bundled pipeline (a Traversable
         from importlib.resources; its includes resolve among the bundled)."""
-        from .pipeline_spec import bundled_dir, is_bundled
         if is_bundled(path):
             key, base, filename = ("<bundled>", path.name), bundled_dir(), _bundled_name(path)
         else:
@@ -342,3 +341,77 @@ def _bundled_name(path) -> str:
 
 def _key_name(key) -> str:
     return key[1] if isinstance(key, tuple) else key.name
+
+
+# ---------------------------------------------------------------------------
+# Finding pipelines
+# ---------------------------------------------------------------------------
+
+
+def bundled_dir():
+    """The bundled pipelines: a ``Traversable`` inside the package (a real
+    directory in a checkout or an installed wheel, a zip member in a zipped
+    one).  Read it through importlib.resources, never as ``str(path)``."""
+    from importlib import resources
+    return resources.files("hlorun").joinpath("pipelines")
+
+
+def bundled_pipelines() -> dict:
+    """name -> Traversable of every bundled ``*.yaml`` pipeline."""
+    d = bundled_dir()
+    if not d.is_dir():
+        return {}
+    files = [f for f in d.iterdir() if f.is_file() and f.name.endswith((".yaml", ".yml"))]
+    return {f.name.rsplit(".", 1)[0]: f for f in sorted(files, key=lambda f: f.name)}
+
+
+def is_bundled(path) -> bool:
+    """Whether ``path`` is a bundled pipeline Traversable (not a user Path)."""
+    return not isinstance(path, Path)
+
+
+def resolve_pipeline(name_or_path: str, relative_to=None):
+    """A user's YAML file (a Path) or a bundled pipeline (a Traversable).
+    ``relative_to`` is the including file's directory (either kind)."""
+    p = Path(name_or_path)
+    candidates = []
+    if relative_to is not None and not p.is_absolute():
+        candidates.append(relative_to.joinpath(name_or_path))
+    candidates.append(p)
+    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path or "/" in name_or_path:
+        for c in candidates:
+            if c.is_file():
+                return c
+        if relative_to is None or p.is_absolute():
+            raise PipelineError(f"pipeline file {name_or_path} does not exist")
+    if relative_to is not None:
+        for ext in (".yaml", ".yml"):
+            c = relative_to.joinpath(name_or_path + ext)
+            if c.is_file():
+                return c
+    bundled = bundled_pipelines()
+    if name_or_path in bundled:
+        return bundled[name_or_path]
+    if p.is_file():
+        return p
+    near = difflib.get_close_matches(name_or_path, list(bundled), n=3, cutoff=0.5)
+    raise PipelineError(f"unknown pipeline '{name_or_path}'"
+                        + (f"; did you mean {', '.join(near)}?" if near else "")
+                        + f" (bundled: {', '.join(bundled) or 'none'})")
+
+
+def load_pipeline(name_or_path: str | None = None) -> PipelineSpec:
+    """Load a bundled pipeline by name or a YAML file by path (default:
+    the bundled GPU/CUDA pipeline)."""
+    path = resolve_pipeline(name_or_path or DEFAULT_PIPELINE)
+    return Loader().load_file(path)
+
+
+def parse_pipeline(text: str, filename: str = "<pipeline>") -> PipelineSpec:
+    """Load pipeline YAML given as text (``filename`` for messages and
+    relative includes)."""
+    return Loader().load_text(text, filename, Path(filename).parent if filename else None)
+
+
+__all__ = ["Loader", "bundled_dir", "bundled_pipelines", "is_bundled", "load_pipeline",
+           "parse_pipeline", "resolve_pipeline"]

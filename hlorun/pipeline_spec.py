@@ -29,21 +29,20 @@ file:line:column and the closest known names; option values are checked
 against the pass's dataclass field types.  Loading uses PyYAML's SafeLoader
 only (:mod:`hlorun.yaml_source`).
 
-Python API: :func:`load_pipeline` (name or path), :func:`parse_pipeline`
-(text), :func:`pipeline_from_passes` (``dce,cse{is_layout_sensitive=true}``).
+Finding and loading pipelines (``load_pipeline`` by name or path,
+``parse_pipeline`` from text) live in :mod:`hlorun.pipeline_loader`; here:
+:func:`pipeline_from_passes` (``dce,cse{is_layout_sensitive=true}``).
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any, Iterator, Union
 
 from .passes import REGISTRY, pass_class
 from .passes.base import Pass, Target
-from .source import PipelineError, UsageError
+from .source import UsageError
 from .spec_types import check_value, did_you_mean, option_fields, type_hints
 from .yaml_source import Loc
 
@@ -224,78 +223,6 @@ class PipelineSpec:
         return yaml.safe_dump(self.to_yaml(), sort_keys=False, default_flow_style=False)
 
 
-# ---------------------------------------------------------------------------
-# Finding pipelines
-# ---------------------------------------------------------------------------
-
-
-def bundled_dir():
-    """The bundled pipelines: a ``Traversable`` inside the package (a real
-    directory in a checkout or an installed wheel, a zip member in a zipped
-    one).  Read it through importlib.resources, never as ``str(path)``."""
-    from importlib import resources
-    return resources.files("hlorun").joinpath("pipelines")
-
-
-def bundled_pipelines() -> dict:
-    """name -> Traversable of every bundled ``*.yaml`` pipeline."""
-    d = bundled_dir()
-    if not d.is_dir():
-        return {}
-    files = [f for f in d.iterdir() if f.is_file() and f.name.endswith((".yaml", ".yml"))]
-    return {f.name.rsplit(".", 1)[0]: f for f in sorted(files, key=lambda f: f.name)}
-
-
-def is_bundled(path) -> bool:
-    """Whether ``path`` is a bundled pipeline Traversable (not a user Path)."""
-    return not isinstance(path, Path)
-
-
-def resolve_pipeline(name_or_path: str, relative_to=None):
-    """A user's YAML file (a Path) or a bundled pipeline (a Traversable).
-    ``relative_to`` is the including file's directory (either kind)."""
-    p = Path(name_or_path)
-    candidates = []
-    if relative_to is not None and not p.is_absolute():
-        candidates.append(relative_to.joinpath(name_or_path))
-    candidates.append(p)
-    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path or "/" in name_or_path:
-        for c in candidates:
-            if c.is_file():
-                return c
-        if relative_to is None or p.is_absolute():
-            raise PipelineError(f"pipeline file {name_or_path} does not exist")
-    if relative_to is not None:
-        for ext in (".yaml", ".yml"):
-            c = relative_to.joinpath(name_or_path + ext)
-            if c.is_file():
-                return c
-    bundled = bundled_pipelines()
-    if name_or_path in bundled:
-        return bundled[name_or_path]
-    if p.is_file():
-        return p
-    near = difflib.get_close_matches(name_or_path, list(bundled), n=3, cutoff=0.5)
-    raise PipelineError(f"unknown pipeline '{name_or_path}'"
-                     + (f"; did you mean {', '.join(near)}?" if near else "")
-                     + f" (bundled: {', '.join(bundled) or 'none'})")
-
-
-def load_pipeline(name_or_path: str | None = None) -> PipelineSpec:
-    """Load a bundled pipeline by name or a YAML file by path (default:
-    the bundled GPU/CUDA pipeline)."""
-    from .pipeline_loader import Loader
-    path = resolve_pipeline(name_or_path or DEFAULT_PIPELINE)
-    return Loader().load_file(path)
-
-
-def parse_pipeline(text: str, filename: str = "<pipeline>") -> PipelineSpec:
-    """Load pipeline YAML given as text (``filename`` for messages and
-    relative includes)."""
-    from .pipeline_loader import Loader
-    return Loader().load_text(text, filename, Path(filename).parent if filename else None)
-
-
 def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
@@ -390,6 +317,5 @@ def pipeline_from_passes(text_or_steps: str | list[PassStep], name: str = "opt",
 
 
 __all__ = ["CheckStep", "CheckerSpec", "DEFAULT_MAX_ITERATIONS", "DEFAULT_PIPELINE", "PassStep",
-           "PipelineSpec", "PipelineStep", "SECTIONS", "Step", "bundled_dir", "bundled_pipelines", "is_bundled",
-           "load_pipeline", "option_fields", "parse_pass_list", "parse_pipeline",
-           "pipeline_from_passes", "resolve_pipeline"]
+           "PipelineSpec", "PipelineStep", "SECTIONS", "Step", "option_fields", "parse_pass_list",
+           "pipeline_from_passes"]

@@ -10,7 +10,7 @@ import pytest
 
 from hlorun.gc_policy import pipeline_gc
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_spec import load_pipeline
+from hlorun.pipeline_loader import load_pipeline
 from hlorun.printer import print_module
 
 from .test_pipeline_run import cnn

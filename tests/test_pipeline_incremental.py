@@ -18,7 +18,7 @@ from hlorun import snapshots as S
 from hlorun.parser import load_module
 from hlorun.fingerprint import fingerprint
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_spec import load_pipeline
+from hlorun.pipeline_loader import load_pipeline
 from hlorun.printer import print_module
 from hlorun.verify import Checker, HloVerifier
 

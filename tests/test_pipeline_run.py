@@ -10,7 +10,7 @@ import pytest
 
 from hlorun.parser import load_module
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_spec import load_pipeline, parse_pipeline
+from hlorun.pipeline_loader import load_pipeline, parse_pipeline
 from hlorun.source import UsageError
 
 from .conftest import shared_path

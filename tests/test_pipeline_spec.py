@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from hlorun.pipeline_spec import (CheckStep, PassStep, PipelineStep, bundled_pipelines,
-                                  load_pipeline, parse_pass_list, parse_pipeline)
+from hlorun.pipeline_spec import CheckStep, PassStep, PipelineStep, parse_pass_list
+from hlorun.pipeline_loader import bundled_pipelines, load_pipeline, parse_pipeline
 from hlorun.source import UsageError
 from hlorun.yaml_source import YamlError
 

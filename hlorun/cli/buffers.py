@@ -65,7 +65,7 @@ def buffers(file, pipeline_name, platform, in_place, no_alias, to_print, dump_to
     spec = None
     if pipeline_name:
         from ..pipeline import RunOptions, run_pipeline
-        from ..pipeline_spec import load_pipeline
+        from ..pipeline_loader import load_pipeline
         spec = load_pipeline(pipeline_name)
         if platform:
             spec = spec.with_target(platform=platform)

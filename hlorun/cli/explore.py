@@ -39,7 +39,7 @@ def explore(file, pipeline_name, max_runs, all_configs, disable_passes, fmt, tra
     from ..autotune.explore import explore as run_explore
     from ..fileio import read_text
     from ..pipeline_select import split_names
-    from ..pipeline_spec import load_pipeline
+    from ..pipeline_loader import load_pipeline
     spec = load_pipeline(pipeline_name).with_target(platform=platform, device=device,
                                                     compute_capability=compute_capability)
     if device:

@@ -19,8 +19,8 @@ def pipelines_cmd(name, as_yaml, **selection):
     """List bundled pipelines, or show pipeline NAME (a name or a YAML path)."""
     from .. import report
     from ..pipeline_select import select
-    from ..pipeline_spec import (CheckStep, PassStep, PipelineStep, bundled_pipelines,
-                                 load_pipeline)
+    from ..pipeline_spec import CheckStep, PassStep, PipelineStep
+    from ..pipeline_loader import bundled_pipelines, load_pipeline
     if not name:
         for n in bundled_pipelines():
             spec = load_pipeline(n)

@@ -6,7 +6,7 @@ import pytest
 
 from hlorun.buffers.checker import BufferAliasingChecker
 from hlorun.parser import load_module, parse_module
-from hlorun.pipeline_spec import parse_pipeline
+from hlorun.pipeline_loader import parse_pipeline
 from hlorun.verify import CHECKERS, get_checker
 from tests.conftest import TESTDATA
 

@@ -15,7 +15,7 @@ from hlorun.fileio import load_module
 from hlorun.passes.priority_fusion import PriorityFusion
 from hlorun.passes.priority_fusion.costs import exact, exact_sum
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_spec import load_pipeline
+from hlorun.pipeline_loader import load_pipeline
 from hlorun.parser import parse_module
 from hlorun.printer import print_module
 

@@ -1,0 +1,60 @@
+"""The package's architecture, enforced: no import cycles anywhere in
+``hlorun`` (lazy imports included), and no library module imports the
+command line (``hlorun.cli``)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from .imports import PACKAGE, cycles, graph, longest_chain, modules
+
+
+def _describe(comp: list[str], g) -> str:
+    members = set(comp)
+    lines = []
+    for v in comp:
+        for w, line in sorted(g[v].items()):
+            if w in members:
+                lines.append(f"{modules()[v].relative_to(PACKAGE.parent)}:{line}: {v} -> {w}")
+    return "\n".join(lines)
+
+
+def test_no_import_cycles():
+    g = graph()
+    found = cycles(g)
+    assert not found, "import cycles:\n" + "\n\n".join(_describe(c, g) for c in found)
+
+
+def test_library_never_imports_the_cli():
+    g = graph()
+    bad = [f"{v} -> {w} (line {line})" for v, deps in g.items() for w, line in deps.items()
+           if (w == "hlorun.cli" or w.startswith("hlorun.cli."))
+           and not (v.startswith("hlorun.cli") or v == "hlorun.__main__")]
+    assert not bad, "library modules importing hlorun.cli:\n" + "\n".join(bad)
+
+
+def test_the_checker_finds_cycles_and_cli_imports(tmp_path):
+    """The walk itself: a planted cycle (also through a lazy import and a
+    relative package import) and a library->cli import are found."""
+    pkg = tmp_path / "hlorun"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "sub").mkdir()
+    files = {
+        "__init__.py": "",
+        "a.py": "from .b import x\n",
+        "b.py": "def f():\n    from . import a\n",
+        "cli/__init__.py": "",
+        "lib.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n"
+                  "from .cli import main\n",
+        "c.py": "from . import lib\n",
+        "sub/__init__.py": "from .m import y\n",
+        "sub/m.py": "from . import n\n",
+        "sub/n.py": "from .. import sub\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(textwrap.dedent(text))
+    g = graph(pkg)
+    assert sorted(cycles(g)) == [["hlorun.a", "hlorun.b"],
+                                 ["hlorun.sub", "hlorun.sub.m", "hlorun.sub.n"]]
+    assert "hlorun.cli" in g["hlorun.lib"] and "hlorun.c" not in g["hlorun.lib"]
+    assert longest_chain({"x": {"y": 1}, "y": {"z": 1}, "z": {}}) == ["x", "y", "z"]
