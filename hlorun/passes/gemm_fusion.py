@@ -43,6 +43,7 @@ from typing import Any
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import ELEMENTWISE
 from ..ir.shape import reshape_is_bitcast
+from . import gemm_dim_order as dim_order
 from .base import Pass
 
 MAX_PARAMS_PER_OPERAND = 4
@@ -280,6 +281,25 @@ class GemmFusion(Pass):
         return True
 
 
+def _operand_orders(node: Instruction, orders: dict) -> str | None:
+    """Propagate ``node``'s dimension order onto its operands (XLA's
+    GetPropagatedDimOrders); why not, if an operand would be untileable."""
+    got = []
+    for k, o in enumerate(node.operands):
+        if o.shape.is_array and o.shape.rank == 0:
+            continue
+        oo = dim_order.to_operand(node, orders[node], k)
+        if oo is None:
+            return "Triton cannot tile the dimension order through it"
+        why = dim_order.unsupported(o.shape, oo)
+        if why is not None:
+            return why
+        got.append((o, oo))
+    for o, oo in got:
+        orders.setdefault(o, oo)
+    return None
+
+
 def _effective_parameter(i: Instruction) -> bool:
     while i.opcode in ("bitcast", "get-tuple-element"):
         i = i.operands[0]
@@ -295,9 +315,11 @@ class _Plan:
         self.output = dot
         self.skipped: list[str] = []
 
-    def _toward_operands(self, start: Instruction, max_params: int | None) -> None:
+    def _toward_operands(self, start: Instruction, max_params: int | None,
+                         order: dict | None = None) -> None:
         if start in self.fused:
             return
+        orders = {start: order} if order is not None else {}
         inputs = {start}
         queue: deque[Instruction] = deque([start])
         requeued = 0
@@ -314,6 +336,8 @@ class _Plan:
             if node.opcode == "parameter":
                 continue
             why = self.p.fusible_toward_operand(node)
+            if why is None and node in orders:
+                why = _operand_orders(node, orders)
             if why is not None:
                 if node.opcode not in ("parameter",):
                     self.skipped.append(f"{node.name}: {why}")
@@ -327,12 +351,17 @@ class _Plan:
                     queue.append(o)
 
     def build(self) -> None:
-        for op in self.dot.operands:
-            self._toward_operands(op, MAX_PARAMS_PER_OPERAND)
+        for idx, op in enumerate(self.dot.operands):
+            self._toward_operands(op, MAX_PARAMS_PER_OPERAND, dim_order.operand_order(self.dot, idx))
         cur = self.dot
+        order = dim_order.output_order(self.dot)
         while cur.user_count == 1:
             u = cur.users[0]
             why = self.p.fusible_toward_user(cur, u)
+            if why is None:
+                order = dim_order.to_user(u, cur, order)
+                why = "Triton cannot tile its dimension order" if order is None else \
+                    dim_order.unsupported(u.shape, order)
             if why is not None:
                 self.skipped.append(f"{u.name} (consumer): {why}")
                 break
