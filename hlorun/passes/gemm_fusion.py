@@ -24,11 +24,15 @@ dimension: ``legacy_triton::IsTritonSupportedInstruction``), and -- with
 around the dot).  The default ``triton_gemm_any: true`` matches the
 JAX 0.11 dumps in shared/xla-dumps, where plain matmuls are fused.
 
-Simplification (stated, not hidden): XLA propagates a per-tensor
-"dimension order" and refuses fusions whose splits of the contracting or
-batch dimensions Triton cannot tile; hlorun checks the opcode, type and
-profitability rules but not those tiling requirements, and does not fuse
-concatenates.  Every skipped dot gets a ``missed`` remark with the reason.
+Dimension orders (:mod:`.gemm_dim_order`, XLA's triton_tiling_propagation):
+the dot's batch / contracting / non-contracting dimensions are followed
+through each candidate bitcast, reshape, transpose, broadcast or slice; a
+candidate whose operand would interleave the pieces of one dot dimension
+with another (attention's head transpose in front of a dot batched over
+(batch, heads)) is not fused, nor is such a consumer.  Simplification
+(stated, not hidden): XLA's other tiling requirements (splits of the
+non-contracting dimension, slices of split dimensions) are not checked, and
+concatenates are not fused.  Every skipped dot gets a ``missed`` remark with the reason.
 
 Postcondition: every Triton-supported dot above the size threshold in a
 fusible computation is inside a ``__triton_gemm`` fusion.
