@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("hlorun.cli.replay:replay_cmd", "Show an XLA dump directory as a pass table with per-pass diffs."),
     "report": ("hlorun.cli.report:report_cmd", "Render a saved compile report (--format json) as a self-contained HTML page."),
     "run": ("hlorun.cli.run:run", "Evaluate an HLO module with the numpy evaluator; summarize outputs."),
+    "sweep": ("hlorun.cli.sweep:sweep_cmd", "Run a pipeline over many modules in parallel (Dask); JSON Lines results, failures grouped."),
 }
 
 

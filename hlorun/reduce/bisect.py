@@ -223,6 +223,9 @@ class Divergence:
     moved: Step | None = None
     module_a: Module | None = field(default=None, repr=False)  # final modules
     module_b: Module | None = field(default=None, repr=False)
+    #: each version's PipelineResult (run to the end: keep_going)
+    result_a: Any = field(default=None, repr=False)
+    result_b: Any = field(default=None, repr=False)
 
     def summary(self) -> str:
         if not self.found:
@@ -260,11 +263,11 @@ class Divergence:
 
 
 def _trace(text: str, filename: str, cfg: CompileConfig,
-           listeners: Sequence[Listener] = ()) -> tuple[_Trace, str, Module]:
+           listeners: Sequence[Listener] = ()) -> tuple[_Trace, Any, Module]:
     tr = _Trace()
     m = parse_module(text, filename)
     res = cfg.run(m, listeners=[tr, *listeners], keep_going=True)
-    return tr, res.status, m
+    return tr, res, m
 
 
 def first_difference(text: str, filename: str, cfg_a: CompileConfig, cfg_b: CompileConfig,
@@ -273,10 +276,11 @@ def first_difference(text: str, filename: str, cfg_a: CompileConfig, cfg_b: Comp
     """``listeners_a`` / ``listeners_b`` also watch each version's run (e.g.
     a lineage tracker for explanations of the final kernels)."""
     t0 = time.perf_counter()
-    ta, sa, ma = _trace(text, filename, cfg_a, listeners_a)
-    tb, sb, mb = _trace(text, filename, cfg_b, listeners_b)
+    ta, ra, ma = _trace(text, filename, cfg_a, listeners_a)
+    tb, rb, mb = _trace(text, filename, cfg_b, listeners_b)
     d = Divergence(cfg_a.spec().name, cfg_b.spec().name, False, steps_a=len(ta.steps),
-                   steps_b=len(tb.steps), status_a=sa, status_b=sb, module_a=ma, module_b=mb)
+                   steps_b=len(tb.steps), status_a=ra.status, status_b=rb.status, module_a=ma,
+                   module_b=mb, result_a=ra, result_b=rb)
     if cfg_a.spec().name == cfg_b.spec().name:
         d.pipeline_a, d.pipeline_b = cfg_a.pipeline_name or "A", cfg_b.pipeline_name or "B"
     state_a = state_b = ta.start
