@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ._common import handle_errors
+
 FORMS = ("full", "long", "short", "diff", "canonical")
 
 
@@ -95,41 +97,96 @@ def fmt(files, output, form, canonical, check_only, split_input_file):
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--split-input-file", is_flag=True, help="Treat '// -----' separated chunks as separate modules.")
 @click.option("--format", "fmt_", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def check(files, split_input_file, fmt_):
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Check files in parallel on this many worker processes (hlorun sweep's Dask "
+                   "engine; needs hlorun[sweep]).")
+@handle_errors
+def check(files, split_input_file, fmt_, jobs):
     """Parse and verify HLO FILES (hlo-verifier); exit 1 on a parse error,
     2 on a verifier finding."""
     import json
 
     from .. import report
-    from ..parser import parse_module
-    from ..source import HloParseError
-    from ..verify import verify
-    parse_failures = 0
-    findings = 0
     results = []
-    for label, path, text in _inputs(files, split_input_file):
-        try:
-            module = parse_module(text, path)
-        except HloParseError as e:
-            parse_failures += 1
-            results.append({"input": label, "parsed": False, "error": e.render(),
-                            "line": e.line, "column": e.column, "diagnostics": []})
-            if fmt_ == "text":
-                report.status(False, label)
-                report.error(e.render())
+    for r in (_check_parallel(files, split_input_file, jobs) if jobs > 1
+              else _check_sequential(files, split_input_file)):
+        rendered = r.pop("rendered", [])
+        results.append(r)
+        if fmt_ != "text":
             continue
-        diags = verify(module)
-        findings += len(diags)
-        results.append({"input": label, "parsed": True, "instructions": module.instruction_count,
-                        "diagnostics": [d.to_json() for d in diags]})
-        if fmt_ == "text":
-            report.status(not diags, label, f"{module.instruction_count} instructions"
-                          + (f", {len(diags)} findings" if diags else ""))
-            for d in diags:
-                report.error(d.render(text))
+        if not r["parsed"] or r.get("failed"):
+            report.status(False, r["input"])
+            report.error(r["error"])
+            continue
+        diags = r["diagnostics"]
+        report.status(not diags, r["input"], f"{r['instructions']} instructions"
+                      + (f", {len(diags)} findings" if diags else ""))
+        for d in rendered:
+            report.error(d)
+    parse_failures = sum(1 for r in results if not r["parsed"])
+    findings = sum(len(r["diagnostics"]) + (1 if r.get("failed") else 0) for r in results)
     if fmt_ == "json":
         report.write_stdout(json.dumps({"results": results}, indent=2) + "\n")
     if parse_failures:
         sys.exit(1)
     if findings:
         sys.exit(2)
+
+
+def _check_sequential(files, split_input_file):
+    """Each input's result as soon as it is checked."""
+    from ..parser import parse_module
+    from ..source import HloParseError
+    from ..verify import verify
+    for label, path, text in _inputs(files, split_input_file):
+        try:
+            module = parse_module(text, path)
+        except HloParseError as e:
+            yield {"input": label, "parsed": False, "error": e.render(),
+                   "line": e.line, "column": e.column, "diagnostics": []}
+            continue
+        diags = verify(module)
+        yield {"input": label, "parsed": True, "instructions": module.instruction_count,
+               "diagnostics": [d.to_json() for d in diags],
+               "rendered": [d.render(text) for d in diags]}
+
+
+def _check_parallel(files, split_input_file, jobs) -> list[dict]:
+    """``check -j N``: one sweep task per file on a local Dask cluster;
+    results in the order of FILES."""
+    from .. import report
+    from ..source import UsageError
+    from ..sweep import Progress, SweepOptions
+    from ..sweep.engine import import_distributed
+    from ..sweep.run import run_unordered
+    if split_input_file:
+        raise UsageError("-j checks whole files; it does not combine with --split-input-file")
+    if "-" in files:
+        raise UsageError("-j needs files, not stdin")
+    for f in files:
+        if not os.path.isfile(f):
+            raise UsageError(f"{f}: no such file")
+    import_distributed()
+    by_path = {}
+    progress = Progress(enabled=report.console().is_terminal, label="check")
+    for rec in run_unordered(list(files), SweepOptions(mode="check"), workers=jobs,
+                             progress=progress):
+        by_path[rec["path"]] = rec
+    results = []
+    for f in files:
+        rec = by_path[f]
+        st = rec["status"]
+        if st == "bad-input":
+            results.append({"input": f, "parsed": False, "error": rec.get("error", ""),
+                            "line": rec.get("line"), "column": rec.get("column"),
+                            "diagnostics": []})
+        elif st in ("ok", "violation"):
+            diags = rec.get("diagnostics", [])
+            results.append({"input": f, "parsed": True, "instructions": rec["instructions"][0],
+                            "diagnostics": [{k: v for k, v in d.items() if k != "rendered"}
+                                            for d in diags],
+                            "rendered": [d["rendered"] for d in diags]})
+        else:  # timeout, crashed
+            results.append({"input": f, "parsed": True, "failed": st,
+                            "error": f"{f}: {st}: {rec.get('error', '')}", "diagnostics": []})
+    return results

@@ -107,15 +107,16 @@ def _config(path: str, pipeline: str | None, disable: tuple[str, ...],
 def compare_pipelines(text: str, path: str, pipeline: str | None, against: str,
                       disable: tuple[str, ...], enable_only: tuple[str, ...]
                       ) -> tuple[Compiled, dict[str, Any]]:
-    """Run ``pipeline`` and ``against`` on the module (both to the end,
-    watched by lineage trackers): ``pipeline``'s outcome, and the
-    divergence (first diverging pass, ``hlorun bisect --between``) with the
-    final kernel diff (``hlorun diff-pipelines``) as JSON."""
+    """Run ``against`` (side a, the reference) and ``pipeline`` (side b,
+    the version under test) on the module, both to the end and watched by
+    lineage trackers: ``pipeline``'s outcome, and as JSON the first
+    diverging step (``hlorun bisect --between``) with the final kernel diff
+    (``hlorun diff-pipelines --a AGAINST --b PIPELINE``)."""
     from ..kernel_diff import compare_kernels
     from ..lineage import LineageTracker
     from ..reduce.bisect import first_difference
-    cfg_a = _config(path, pipeline, disable, enable_only)
-    cfg_b = _config(path, against, disable, enable_only)
+    cfg_a = _config(path, against, disable, enable_only)
+    cfg_b = _config(path, pipeline, disable, enable_only)
     tracker_a, tracker_b = LineageTracker(), LineageTracker()
     d = first_difference(text, path, cfg_a, cfg_b, [tracker_a], [tracker_b])
     kd = compare_kernels(d.module_a, tracker_a, d.module_b, tracker_b)
@@ -128,7 +129,7 @@ def compare_pipelines(text: str, path: str, pipeline: str | None, against: str,
         kdoc[side] = [{k: e.get(k) for k in ("name", "category", "shape", "hero")}
                       for e in kdoc[side]]
     doc["kernels"] = kdoc
-    return _compiled(d.module_a, d.result_a), doc
+    return _compiled(d.module_b, d.result_b), doc
 
 
 #: helpers that raise on a pass's behalf (``Pass.fail``): the frame that

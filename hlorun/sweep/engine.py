@@ -23,12 +23,13 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from collections import deque
+from typing import Any, Callable, Iterator
 
 from ..source import UsageError
 
-INSTALL_HINT = ("hlorun sweep needs Dask distributed: pip install 'hlorun[sweep]' "
-                "(or pip install 'dask[distributed]')")
+INSTALL_HINT = ("parallel runs (hlorun sweep, check -j) need Dask distributed: "
+                "pip install 'hlorun[sweep]' (or pip install 'dask[distributed]')")
 
 
 def import_distributed():
@@ -94,50 +95,49 @@ class Engine:
             raise UsageError(f"no Dask worker joined the scheduler within {timeout:g} s") from None
 
     # -- running -----------------------------------------------------------------------
-    def map_unordered(self, fn: Callable[..., dict[str, Any]], items: Iterable[str],
-                      args: tuple = (), window: int | None = None
-                      ) -> Iterator[tuple[str, dict[str, Any] | BaseException]]:
-        """``fn(item, *args)`` for every item on the cluster.  Yield (item,
-        record or the exception Dask raised for the task) in
-        completion order.  Closing the iterator cancels what is pending."""
+    def map_unordered(self, fn: Callable[..., Any], queue: "deque[Any]", args: tuple = (),
+                      window: int | None = None) -> Iterator[tuple[Any, Any]]:
+        """``fn(item, *args)`` on the cluster for the items of ``queue``,
+        taken from its left as room frees up in the window.  Yield (item,
+        result or the exception Dask raised for the task) in completion
+        order; the consumer may append items to ``queue`` meanwhile (they
+        run too).  Closing the iterator cancels what is pending."""
         distributed = import_distributed()
         tag = uuid.uuid4().hex[:8]
-        todo = iter(enumerate(items))
-        futures: dict[str, tuple[Any, str]] = {}
+        counter = iter(range(1 << 62))
+        futures: dict[str, tuple[Any, Any]] = {}
         ac = distributed.as_completed()
 
         def size() -> int:
             return window or max(8, 4 * max(self.threads(), 1))
 
-        def submit() -> bool:
-            nxt = next(todo, None)
-            if nxt is None:
-                return False
-            i, item = nxt
-            fut = self.client.submit(fn, item, *args, key=f"hlorun-sweep-{tag}-{i}",
-                                     pure=False, retries=0)
-            futures[fut.key] = (fut, item)
-            ac.add(fut)
-            return True
+        def fill(limit: int) -> None:
+            while len(futures) < limit and queue:
+                item = queue.popleft()
+                fut = self.client.submit(fn, item, *args, key=f"hlorun-sweep-{tag}-{next(counter)}",
+                                         pure=False, retries=0)
+                futures[fut.key] = (fut, item)
+                ac.add(fut)
 
         limit = size()
-        while len(futures) < limit and submit():
-            pass
+        fill(limit)
         done = 0
+        it = iter(ac)
         try:
-            for fut in ac:
+            while futures:
+                fut = next(it)
                 _, item = futures.pop(fut.key)
                 if fut.status == "finished":
-                    out: dict[str, Any] | BaseException = fut.result()
+                    out: Any = fut.result()
                 else:
                     out = _exception(fut)
                 fut.release()
                 done += 1
                 if done % 64 == 0:
                     limit = size()
-                while len(futures) < limit and submit():
-                    pass
+                fill(limit)
                 yield item, out
+                fill(limit)  # what the consumer queued
         finally:
             if futures:
                 self.client.cancel([f for f, _ in futures.values()], force=True)

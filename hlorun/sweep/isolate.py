@@ -194,4 +194,11 @@ def run_task(path: str, options: dict[str, Any], time_limit: float | None,
     return rec
 
 
-__all__ = ["TaskProcess", "run_task"]
+def run_batch(paths: list[str] | tuple[str, ...], options: dict[str, Any],
+              time_limit: float | None, memory_limit: float | None) -> list[dict[str, Any]]:
+    """:func:`run_task` for each of a few small modules: one Dask task for
+    all of them, each still with its own limits and task process."""
+    return [run_task(p, options, time_limit, memory_limit) for p in paths]
+
+
+__all__ = ["TaskProcess", "run_batch", "run_task"]

@@ -9,17 +9,18 @@ written so far and the summary says ``interrupted``.
 
 from __future__ import annotations
 
+import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from .engine import Engine, Limits, crash_record
 from .inputs import module_key
-from .isolate import run_task
+from .isolate import run_batch
 from .results import ResultsFile
 from .summary import Summary
-from .task import SweepOptions
+from .task import STATUSES, SweepOptions
 
 
 @dataclass
@@ -30,12 +31,57 @@ class SweepRun:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
+#: A Dask task takes a few small modules (about this many bytes of HLO, at
+#: most BATCH_MAX of them): a module of the corpus checks in ~10 ms, about
+#: the cost of one round trip through the scheduler.
+BATCH_BYTES = 256 * 1024
+BATCH_MAX = 32
+
+
+def batches(files: Sequence[str], threads: int) -> list[tuple[str, ...]]:
+    """Consecutive files grouped by size; never fewer than about four
+    batches per worker thread, so the work still spreads evenly."""
+    cap = max(1, min(BATCH_MAX, len(files) // max(1, 4 * threads)))
+    out: list[tuple[str, ...]] = []
+    cur: list[str] = []
+    weight = 0
+    for f in files:
+        try:
+            size = os.path.getsize(f) * (8 if f.endswith((".gz", ".xz")) else 1)
+        except OSError:  # not visible here (a remote cluster's path): count it small
+            size = 0
+        if cur and (len(cur) >= cap or weight + size > BATCH_BYTES):
+            out.append(tuple(cur))
+            cur, weight = [], 0
+        cur.append(f)
+        weight += size
+    if cur:
+        out.append(tuple(cur))
+    return out
+
+
 def stream(engine: Engine, files: Sequence[str], options: SweepOptions, limits: Limits
            ) -> Iterator[dict[str, Any]]:
-    """The record of each module, in completion order."""
-    for path, out in engine.map_unordered(run_task, files,
-                                          args=(options.to_json(), limits.time, limits.memory)):
-        yield out if isinstance(out, dict) else crash_record(path, out)
+    """The record of each module, in completion order.  A batch whose
+    worker died is split and its modules run again one per task, so that
+    only the module that kills its worker is reported ``crashed``."""
+    queue: deque[tuple[str, ...]] = deque(batches(files, engine.threads()))
+    args = (options.to_json(), limits.time, limits.memory)
+    for batch, out in engine.map_unordered(run_batch, queue, args=args):
+        if isinstance(out, BaseException):
+            if len(batch) > 1:
+                queue.extend((p,) for p in batch)
+                continue
+            yield crash_record(batch[0], out)
+            continue
+        if not isinstance(out, list) or len(out) != len(batch):
+            out = [RuntimeError(f"the worker answered {str(out)[:200]!r}")] * len(batch)
+        for path, rec in zip(batch, out):
+            if not isinstance(rec, dict) or rec.get("status") not in STATUSES:
+                yield crash_record(path, RuntimeError(f"the worker answered {str(rec)[:200]!r}"))
+            else:
+                rec["path"] = path
+                yield rec
 
 
 def run_sweep(files: Sequence[str], options: SweepOptions, output: str, *,
@@ -94,4 +140,26 @@ def run_sweep(files: Sequence[str], options: SweepOptions, output: str, *,
     return SweepRun(summary, interrupted, records=records)
 
 
-__all__ = ["SweepRun", "run_sweep", "stream"]
+def run_unordered(files: Sequence[str], options: SweepOptions, *, workers: int | None = None,
+                  scheduler: str | None = None, limits: Limits | None = None,
+                  progress: Any = None) -> Iterator[dict[str, Any]]:
+    """The records of ``files`` in completion order, with no results file
+    (``hlorun check -j N``); Ctrl-C propagates after the cluster is closed."""
+    limits = limits or Limits()
+    engine = Engine(workers=workers, scheduler=scheduler)
+    try:
+        if scheduler:
+            engine.wait_for_workers(1)
+        if progress is not None:
+            progress.start(len(files), Counter(), engine.describe())
+        for rec in stream(engine, files, options, limits):
+            if progress is not None:
+                progress.advance(rec)
+            yield rec
+    finally:
+        if progress is not None:
+            progress.close()
+        engine.close()
+
+
+__all__ = ["SweepRun", "run_sweep", "run_unordered", "stream"]

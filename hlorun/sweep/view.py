@@ -22,8 +22,9 @@ def _counts_text(c: Counter) -> str:
 class Progress:
     """A rich progress bar: done/total, elapsed, remaining, counts by status."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, label: str = "sweep"):
         self.enabled = enabled
+        self.label = label
         self.counts: Counter = Counter()
         self._p = None
         self._task = None
@@ -34,12 +35,12 @@ class Progress:
         if resumed:
             report.info(f"resuming: {done} modules already in the results file "
                         f"({_counts_text(self.counts)})")
-        report.info(f"sweep: {total - done} modules to run on {engine}")
+        report.info(f"{self.label}: {total - done} modules to run on {engine}")
         if not self.enabled:
             return
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
                                    TextColumn, TimeElapsedColumn, TimeRemainingColumn)
-        self._p = RichProgress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
+        self._p = RichProgress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(),
                                TimeElapsedColumn(), TimeRemainingColumn(),
                                TextColumn("{task.fields[counts]}"),
                                console=report.console(), transient=False)
