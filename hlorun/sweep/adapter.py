@@ -1,4 +1,5 @@
-"""The one place where a sweep task calls the compiler library.
+"""The one place where a sweep task calls the compiler library
+(:func:`hlorun.compile` and :class:`hlorun.result.CompileResult`).
 
 A task needs: read a module file, parse it, run a pipeline on it (with
 ``--disable-passes`` / ``--enable-passes-only``), and from the result its
@@ -14,22 +15,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..source import UsageError
-
 _SPECS: dict[str | None, Any] = {}
 
 
 def read_module_text(path: str) -> str:
-    """The text of a module file (.gz / .xz decompressed)."""
-    if path.endswith(".xz"):
-        import lzma
-        try:
-            with lzma.open(path, "rt", encoding="utf-8") as f:
-                return f.read()
-        except FileNotFoundError:
-            raise UsageError(f"{path}: no such file") from None
-        except (OSError, lzma.LZMAError, UnicodeDecodeError, EOFError) as e:
-            raise UsageError(f"{path}: cannot read: {e}") from None
+    """The text of a module file (gzip / xz decompressed)."""
     from ..fileio import read_text
     return read_text(path)
 
@@ -60,46 +50,42 @@ class Compiled:
     violations: list[dict[str, Any]]
     failure: dict[str, Any] | None
     failure_traceback: str
-    kernels: list[Any]  # hlorun.kernels.Kernel
+    kernel_categories: list[str]
     autotune: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
 
 
-def _compiled(module, result) -> Compiled:
-    from ..kernels import kernel_list
-    kernels = kernel_list(module) if result.failure is None else []
+def _compiled(result) -> Compiled:
+    """From a :class:`hlorun.result.CompileResult`."""
+    failure = result.failures[0] if result.failures else None
+    kernels = [k.kernel.category for k in result.kernels] if failure is None else []
     return Compiled(
-        module_name=module.name, status=result.status, exit_code=result.exit_code,
-        instructions=(result.instructions_before, module.instruction_count),
-        passes_run=len(result.events),
+        module_name=result.module.name, status=result.status, exit_code=result.exit_code,
+        instructions=(result.run.instructions_before, result.module.instruction_count),
+        passes_run=len(result.passes),
         violations=[v.to_json() for v in result.violations],
-        failure=result.failure.to_json() if result.failure else None,
-        failure_traceback=result.failure.traceback if result.failure else "",
-        kernels=kernels, autotune=result.records("autotune"), notes=list(result.notes))
+        failure=failure.to_json() if failure else None,
+        failure_traceback=failure.traceback if failure else "",
+        kernel_categories=kernels, autotune=[d.record for d in result.autotune],
+        notes=list(result.notes))
 
 
 def compile_module(module, pipeline: str | None, disable: tuple[str, ...],
                    enable_only: tuple[str, ...]) -> Compiled:
     """Run ``pipeline`` on ``module`` (in place), stopping at the first
-    violation or pass failure like ``hlorun compile``."""
-    from ..pipeline import RunOptions, run_pipeline
-    options = RunOptions(disable=list(disable), enable_only=list(enable_only))
-    result = run_pipeline(module, load_spec(pipeline), options)
-    return _compiled(module, result)
+    violation or pass failure like ``hlorun compile``; no lineage (the
+    kernels are counted, not explained)."""
+    import hlorun
+    result = hlorun.compile(module, load_spec(pipeline), copy=False, lineage=False,
+                            disable_passes=list(disable), enable_passes_only=list(enable_only))
+    return _compiled(result)
 
 
 def _config(path: str, pipeline: str | None, disable: tuple[str, ...],
             enable_only: tuple[str, ...]):
-    from ..compile_session import CompileSession
     from ..reduce.compile_config import CompileConfig
-    session = CompileSession(file=path, pipeline=pipeline, disable=list(disable),
-                             enable_only=list(enable_only))
-    argv = [path] + (["--pipeline", pipeline] if pipeline else [])
-    for d in disable:
-        argv += ["--disable-passes", d]
-    for e in enable_only:
-        argv += ["--enable-passes-only", e]
-    cfg = CompileConfig(session=session, argv=argv)
+    cfg = CompileConfig.for_file(path, pipeline=pipeline, disable_passes=list(disable),
+                                 enable_passes_only=list(enable_only))
     cfg.set_spec(load_spec(pipeline))
     return cfg
 
@@ -115,6 +101,7 @@ def compare_pipelines(text: str, path: str, pipeline: str | None, against: str,
     from ..kernel_diff import compare_kernels
     from ..lineage import LineageTracker
     from ..reduce.bisect import first_difference
+    from ..result import CompileResult
     cfg_a = _config(path, against, disable, enable_only)
     cfg_b = _config(path, pipeline, disable, enable_only)
     tracker_a, tracker_b = LineageTracker(), LineageTracker()
@@ -129,7 +116,9 @@ def compare_pipelines(text: str, path: str, pipeline: str | None, against: str,
         kdoc[side] = [{k: e.get(k) for k in ("name", "category", "shape", "hero")}
                       for e in kdoc[side]]
     doc["kernels"] = kdoc
-    return _compiled(d.module_b, d.result_b), doc
+    result_b = CompileResult(module=d.module_b, run=d.result_b, options=cfg_b.options,
+                             input_name=path, lineage=tracker_b)
+    return _compiled(result_b), doc
 
 
 #: helpers that raise on a pass's behalf (``Pass.fail``): the frame that

@@ -77,7 +77,6 @@ def summarize_autotune(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _compiled_fields(c) -> dict[str, Any]:
-    from ..kernels import kernel_counts
     from .adapter import relative_frame
     failure = None
     if c.failure:
@@ -86,7 +85,7 @@ def _compiled_fields(c) -> dict[str, Any]:
     return {"status": c.status, "exit_code": c.exit_code, "module": c.module_name,
             "instructions": list(c.instructions), "passes_run": c.passes_run,
             "violations": c.violations, "failure": failure,
-            "kernels": dict(sorted(kernel_counts(c.kernels).items())) if c.kernels else {},
+            "kernels": dict(sorted(Counter(c.kernel_categories).items())),
             "autotune": summarize_autotune(c.autotune)}
 
 
