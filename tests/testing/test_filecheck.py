@@ -1,11 +1,11 @@
-"""FileCheck semantics (LLVM's), checked on small inputs and on XLA-style
-HLO patterns."""
+"""FileCheck semantics (LLVM's, through the ``filecheck`` package), checked
+on small inputs and on XLA-style HLO patterns."""
 
 from __future__ import annotations
 
 import pytest
 
-from hlorun.testing.filecheck import filecheck, has_checks, parse_checks
+from hlorun.testing.filecheck import filecheck, has_checks
 
 HLO = """\
 HloModule Module, entry_computation_layout={(f32[4,2,3]{0,1,2})->f32[8,3]{1,0}}
@@ -36,8 +36,17 @@ def test_xla_capture_and_use():
     assert ok(HLO, chk)
     bad = chk.replace("bitcast([[INSTR_0]])", "bitcast([[INSTR_1]])")
     r = filecheck(HLO, bad)
-    assert not r and "CHECK-NEXT: expected string not found" in r.message
-    assert 'with "INSTR_1" equal to "%p"' in r.message
+    assert not r and "<check>:3: error: Couldn't match \"ROOT [[INSTR_2" in r.message
+
+
+def test_next_capture_is_leftmost_on_the_next_line():
+    """LLVM takes the leftmost match (filecheck 1.0.6 took a greedy prefix:
+    C1 would be 't'); XLA's FP8 GEMM tests capture names this way."""
+    inp = "  %t = f32[] transpose(%y)\n  %constant = f32[] constant(1)\n  g(%constant, %constant)\n"
+    chk = ("CHECK: transpose(%y)\nCHECK-NEXT: [[C1:[^ ]+]] = f32[] constant(1)\n"
+           "CHECK-NEXT: g([[C1]], [[C1]])")
+    assert ok(inp, chk)
+    assert not ok(inp.replace("g(%constant, %constant)", "g(%constant, %t)"), chk)
 
 
 def test_capture_does_not_cross_lines():
@@ -49,9 +58,8 @@ def test_capture_does_not_cross_lines():
 def test_next_same_empty():
     assert ok("a\nb\n", "CHECK: a\nCHECK-NEXT: b")
     r = filecheck("a\nx\nb\n", "CHECK: a\nCHECK-NEXT: b")
-    assert not r and "is not on the line after the previous match" in r.message
-    r = filecheck("a b\n", "CHECK: a\nCHECK-NEXT: b")
-    assert not r and "same line as previous match" in r.message
+    assert not r and "<check>:2: error: Couldn't match \"b\"" in r.message
+    assert not ok("a b\n", "CHECK: a\nCHECK-NEXT: b")
     assert ok("a b\n", "CHECK: a\nCHECK-SAME: b")
     assert not ok("a\nb\n", "CHECK: a\nCHECK-SAME: b")
     assert ok("a\n\nb\n", "CHECK: a\nCHECK-EMPTY:\nCHECK-NEXT: b")
@@ -130,8 +138,10 @@ def test_prefixes_and_comments():
 def test_count_and_numeric():
     assert ok("x\nx\nx\n", "CHECK-COUNT-3: x")
     assert not ok("x\nx\n", "CHECK-COUNT-3: x")
-    assert ok("N=41\nM=42\n", "CHECK: N=[[#N:]]\nCHECK: M=[[#N+1]]")
-    assert not ok("N=41\nM=43\n", "CHECK: N=[[#N:]]\nCHECK: M=[[#N+1]]")
+    # numeric substitution blocks are not supported by the filecheck package (no XLA pass
+    # test uses them): an error, never a wrong answer
+    r = filecheck("N=41\nM=42\n", "CHECK: N=[[#N:]]\nCHECK: M=[[#N+1]]")
+    assert not r and "substitution" in r.message
 
 
 def test_same_line_backreference():
@@ -140,9 +150,9 @@ def test_same_line_backreference():
 
 
 def test_errors_are_reported_not_raised():
-    for chk, msg in [("CHECK-NEXT: a", "without previous"), ("CHECK:", "empty check string"),
-                     ("CHECK: [[X]]", "undefined variable"), ("x", "no check strings found"),
-                     ("CHECK: {{abc", "no end"), ("CHECK-LABEL: [[X:a]]", "cannot use or define")]:
+    for chk, msg in [("CHECK:", "empty check string"), ("CHECK: [[X]]", "referenced before assignment"),
+                     ("x", "No check strings found"), ("CHECK: {{abc", "no }}"),
+                     ("CHECK: [[#N+1]]", "substitution")]:
         r = filecheck("a\n", chk)
         assert not r and msg in r.message, (chk, r.message)
 
@@ -156,15 +166,15 @@ def test_has_checks():
     assert not has_checks("HloModule m\nENTRY e { ROOT p = f32[] parameter(0) }")
     assert not has_checks("// LT: a")
     assert has_checks("// LT: a", prefixes=("LT",))
-    assert len(parse_checks("CHECK-NOT: a")) == 1  # attached to the implicit EOF check
+    assert has_checks("CHECK-NOT: a")
 
 
 def test_failure_message_points_at_input():
     r = filecheck(HLO, "CHECK: copy\nCHECK: f32[8,3]{0,1} bitcast", check_name="t.hlo", input_name="out")
     assert not r
-    assert "t.hlo:2:1: error: CHECK: expected string not found in input" in r.message
-    assert "out:5:" in r.message and "scanning from here" in r.message
-    assert "possible intended match here" in r.message
+    assert "t.hlo:2: error: Couldn't match \"f32[8,3]{0,1} bitcast\"" in r.message
+    assert "Current position at out:" in r.message
+    assert "Possible intended match at:" in r.message and "ROOT %bitcast" in r.message
 
 
 @pytest.mark.parametrize("prefix", ["1X", "A B", ""])
