@@ -16,6 +16,10 @@ def console():
     if _console is None:
         from rich.console import Console
         _console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+        if not _console.is_terminal and "COLUMNS" not in __import__("os").environ:
+            # logs and CI: wide enough that tables keep one line per row
+            _console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True,
+                               width=200)
     return _console
 
 
@@ -40,11 +44,27 @@ def status(ok: bool, label: str, detail: str = "") -> None:
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-          justify: Sequence[str] | None = None) -> None:
+          justify: Sequence[str] | None = None, names: Sequence[int] = (0,)) -> None:
+    """A table on stderr.  Columns ``names`` (instruction/kernel names) get
+    the room they need; other columns wrap.  Nothing is cut to "…"."""
+    rows = [[str(x) for x in r] for r in rows]
+    c = console()
+    if not c.is_terminal:  # logs, CI: plain aligned columns, full cell text
+        widths = [max([len(col)] + [len(r[i]) for r in rows]) for i, col in enumerate(columns)]
+        if title:
+            c.print(title)
+        for cells in [list(columns)] + rows:
+            c.print("  ".join(x.rjust(w) if justify and justify[i] == "right" else x.ljust(w)
+                              for i, (x, w) in enumerate(zip(cells, widths))).rstrip())
+        return
+    from rich import box
     from rich.table import Table
-    t = Table(title=title, show_lines=False, header_style="bold")
-    for i, c in enumerate(columns):
-        t.add_column(c, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
+    t = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD)
+    for i, col in enumerate(columns):
+        keep = i in names
+        t.add_column(col, justify=(justify[i] if justify else "left"),  # type: ignore[arg-type]
+                     overflow="fold", no_wrap=keep,
+                     min_width=max([len(col)] + [len(r[i]) for r in rows]) if keep else None)
     for r in rows:
         t.add_row(*[str(x) for x in r])
     console().print(t)
@@ -86,8 +106,10 @@ def pass_table(rows: Iterable[Sequence[Any]], title: str | None = None,
         return
     from rich.table import Table
     t = Table(title=title, header_style="bold", box=None, pad_edge=False)
-    for col in columns:
-        t.add_column(col, justify="right" if col in right else "left", no_wrap=True)
+    for i, col in enumerate(columns):  # numbers keep their width; names fold, never "…"
+        width = max([len(col)] + [len(r[i]) for r in rows if i < len(r)])
+        t.add_column(col, justify="right" if col in right else "left", overflow="fold",
+                     no_wrap=col != "pipeline/pass", min_width=width if col != "pipeline/pass" else None)
     for cells in rows:
         style = "dim"
         if len(cells) > 2:

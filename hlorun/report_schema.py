@@ -162,6 +162,13 @@ SCHEMA: dict[str, Any] = {
         "repro": {"type": ["object", "null"]},
         "numerics": NUMERICS,
         "kernels": {"type": "array", "items": KERNEL},
+        # Proportionate by default: heavy parts only with --json-include.
+        "remarks_total": _INT,
+        "omitted": {"type": "array", "items": {"enum": ["remarks", "candidates"]}},
+        "diffs": {"type": "array", "items": {"type": "object", "required": ["pass", "lines"],
+                                             "properties": {"pass": {"type": "string"},
+                                                            "lines": {"type": "array"}}}},
+        "module_text": _STR_OR_NULL,
     },
 }
 

@@ -32,7 +32,7 @@ def run(*args):
 
 
 def diff_headers(text):
-    return re.findall(r"^--- before #(\d+) (\S+)", text, re.M)
+    return re.findall(r"^--- (?:before )?#(\d+) (\S+)", text, re.M)
 
 
 def test_compile_prints_table_diffs_for_changed_passes_and_module():
@@ -117,9 +117,20 @@ def test_json_report_matches_schema_and_is_the_only_stdout(tmp_path):
     doc = json.loads(r.stdout)
     assert validate(doc) == []
     assert doc["status"] == "ok" and doc["summary"]["instructions_after"] == 97
-    assert doc["remarks"] and doc["remarks"][0]["pass"] == "cse"
+    # proportionate: remarks counted, listed only when asked
+    assert doc["remarks"] == [] and doc["remarks_total"] > 0 and "remarks" in doc["omitted"]
     assert doc["autotune"] == [] and doc["output"] == str(out)
     assert out.read_text().startswith("HloModule jit_model")
+    r = run("compile", "-p", MACHINERY, shared_path(*CNN), "--format", "json", "-o", out,
+            "--json-include", "remarks,diffs,module")
+    doc = json.loads(r.stdout)
+    assert validate(doc) == []
+    assert len(doc["remarks"]) == doc["remarks_total"] and doc["remarks"][0]["pass"] == "cse"
+    assert [d["pass"] for d in doc["diffs"]] == ["#2 optimization/simplification/cse"]
+    assert any(ln.startswith("-") for ln in doc["diffs"][0]["lines"])
+    assert doc["module_text"] == out.read_text()
+    r = run("compile", "-p", MACHINERY, shared_path(*CNN), "--format", "json", "--json-include", "bogus")
+    assert r.exit_code != 0 and "--json-include" in r.output  # (hlorun main maps it to 1)
     schema = json.loads(run("compile", "-p", MACHINERY, "--print-json-schema").stdout)
     assert schema["$id"] == "hlorun.compile/1"
 
@@ -343,3 +354,16 @@ def test_compile_corpus_modules(name):
     doc = json.loads(r.stdout)
     assert validate(doc) == [] and doc["status"] == "ok"
     assert not any(p["changed_mismatch"] for p in doc["passes"])
+
+
+def test_explain_flag_does_not_swallow_the_file(tmp_path):
+    """`compile --explain FILE` (flag before the positional) compiles FILE;
+    --explain-op takes the regex."""
+    s0 = Path(__file__).resolve().parent.parent / "testdata" / "s0" / "jit_dot_general.hlo"
+    r = run("compile", "--explain", str(s0), "--diff", "none", "--no-table", "-o", tmp_path / "o.hlo")
+    assert r.exit_code == 0, r.output
+    assert re.search(r"^kernels \(\d+\):", r.stderr, re.M), r.stderr
+    r = run("compile", "--explain-op", "dot_general.*", str(s0), "--diff", "none", "--no-table",
+            "-o", tmp_path / "o.hlo")
+    assert r.exit_code == 0, r.output
+    assert "kernels (" in r.stderr and "matching dot_general.*" in r.stderr

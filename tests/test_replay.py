@@ -53,7 +53,7 @@ def test_replay_s0_shows_xla_layout_and_gemm_steps():
               "hlo_normalization/cublas-gemm-rewriter"):
         assert p in changed
     assert "layout_normalization/pipeline-start" not in changed
-    r = run("replay", d, "--diff-filter", "reshape-decomposer")
+    r = run("replay", d, "--diff-filter", "reshape-decomposer", "--diff", "changed")
     assert "--- before #21 layout_normalization/reshape-decomposer" in r.stderr
     assert "+  %bitcast.2 = f16[2,512,128]{2,1,0} bitcast(%copy)" in r.stderr
     assert r.stderr.count("--- before #") == 1

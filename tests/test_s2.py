@@ -146,7 +146,7 @@ def test_explain_by_op_name_regex_json():
 def test_compile_explain_text_and_json(tmp_path):
     out = tmp_path / "out.hlo"
     r = run("compile", str(S2), "--device", "H200", "--diff", "none", "-o", str(out),
-            "--explain", "input_reduce_fusion.*")
+            "--explain-op", "input_reduce_fusion.*")
     assert r.exit_code == 0, r.output
     assert "kernels (3 matching input_reduce_fusion.*)" in r.stderr
     assert "below XLA's 10,000,000 threshold" in r.stderr

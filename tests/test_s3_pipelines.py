@@ -115,7 +115,7 @@ def test_cli_text_and_json():
     assert "    s3-xla-old: cublas-gemm.2 [custom-call:__cublas$lt$matmul$f8]" in err
     assert "    s3-xla-new: gemm_fusion_dot_general.1 [gemm-fusion]" in err
     assert "--- module after the diverging step" not in err  # --diff is off by default
-    r = run("diff-pipelines", MODEL, "--a", OLD, "--b", NEW, "--diff")
+    r = run("diff-pipelines", MODEL, "--a", OLD, "--b", NEW, "--diff", "changed")
     assert "--- module after the diverging step" in r.stderr
     r = run("diff-pipelines", MODEL, "--a", OLD, "--b", NEW, "--format", "json")
     assert r.exit_code == 0, r.output
@@ -196,7 +196,7 @@ def test_explain_vector_scale_falls_back_to_a_gemm_fusion():
 
 
 def test_explain_new_order_says_gemm_fusion_took_the_dot():
-    r = run("compile", MODEL, "-p", NEW, "--no-table", "--diff", "none", "--explain", "dot_general.1")
+    r = run("compile", MODEL, "-p", NEW, "--no-table", "--diff", "none", "--explain-op", "dot_general.1")
     assert r.exit_code == 0, r.output
     assert "gemm_fusion_dot_general.1 is a Triton GEMM kernel (__triton_gemm fusion) computing " \
            "dot_general.1" in r.stderr

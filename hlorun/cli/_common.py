@@ -47,3 +47,25 @@ def read_inputs(path: str, split: bool) -> list[tuple[str, str, str]]:
         return [(name, name, text)]
     return [(f"{name}:{line}", name, "\n" * (line - 1) + chunk)
             for line, chunk in split_input_file(text)]
+
+
+def diff_option(default: str):
+    """``--diff short|changed|all|none``: one meaning in every command that
+    shows module diffs (compile, opt, replay, diff-pipelines)."""
+    from ..textout import DIFF_HELP, DIFF_MODES
+    return click.option("--diff", "diff_mode", type=click.Choice(DIFF_MODES), default=default,
+                        show_default=True, help=DIFF_HELP)
+
+
+JSON_PARTS = ("remarks", "candidates", "diffs", "module")
+
+
+def parse_json_include(value: str) -> tuple[str, ...]:
+    parts = [p.strip() for p in (value or "").split(",") if p.strip()]
+    if "all" in parts:
+        return JSON_PARTS
+    bad = [p for p in parts if p not in JSON_PARTS]
+    if bad:
+        raise click.BadParameter(f"unknown part(s) {', '.join(bad)}; choose from "
+                                 f"{', '.join(JSON_PARTS)}, all", param_hint="--json-include")
+    return tuple(parts)

@@ -34,7 +34,7 @@ def _argv() -> list[str]:
                                   "(created_by, final_kernel, autotuner_backend, buffer_bytes .json).")
 @handle_errors
 def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table, show_remarks,
-                traceback, overwrite_dump, html, me_data, **params):
+                traceback, overwrite_dump, full_tables, json_include, html, me_data, **params):
     """Run a pipeline (default: gpu-cuda) on FILE; show a pass table and a diff
     per changed pass on stderr; print the optimized module.
 
@@ -44,7 +44,9 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
 
     from .. import api, report
     from ..source import UsageError
-    from .compile_view import render_text
+    from ..textout import DiffCollector, PassProgress
+    from .compile_view import module_to_stdout, proportionate_json, render_text
+    diff_mode = params.get("diffs") or "short"
     if bug_reduce and not bug_report:
         raise UsageError("--reduce needs --bug-report PATH")
     if bug_report and file == "-":
@@ -56,7 +58,7 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     if options.output.dump_to:
         check_dump_dir(options.output.dump_to, overwrite_dump)
     text_mode = fmt == "text"
-    show_diffs = text_mode and options.diagnostics.diffs != "none"
+    show_diffs = (text_mode and options.diagnostics.diffs != "none") or "diffs" in json_include
     if html or me_data:
         # the report shows every changed pass's diff, whatever the terminal
         # shows, and kernels with their lineage
@@ -64,7 +66,8 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
             options.diagnostics, lineage=True,
             diffs="changed" if options.diagnostics.diffs == "none" else options.diagnostics.diffs))
     elif not text_mode:
-        options = replace(options, diagnostics=replace(options.diagnostics, diffs="none"))
+        options = replace(options, diagnostics=replace(
+            options.diagnostics, diffs="changed" if "diffs" in json_include else "none"))
     staging = None
     if bug_report:
         from ..bugreport import staging_dir
@@ -82,8 +85,9 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         source = api.load(sys.stdin.read(), name="<stdin>")
         parse_seconds = time.perf_counter() - t
     import shlex
-    result = api.compile(source, options=options, copy=False,
-                         diff_sink=report.diff_block if show_diffs else (lambda h, lines: None),
+    diffs = DiffCollector()  # shown after the summary (text) or put in the JSON report
+    result = api.compile(source, options=options, copy=False, listeners=[PassProgress()],
+                         diff_sink=diffs if show_diffs else (lambda h, lines: None),
                          keep_diffs=bool(html or me_data),
                          command_line=shlex.join(["hlorun", "compile"] + argv))
     if parse_seconds is not None:
@@ -92,19 +96,21 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         result.input_name = "-"
     module_text = None
     stop = result.run.exit_code != 0 and not options.diagnostics.keep_going
-    if not stop and (output or text_mode):
+    if not stop and (output or text_mode or "module" in json_include):
         module_text = result.text()
         if output and output != "-":
             from ..fileio import write_atomic
             write_atomic(output, module_text)
     if text_mode:
         render_text(result, table=table, remarks=show_remarks, traceback=traceback,
-                    repro_in_bundle=staging is not None and not params.get("repro_dir"))
+                    repro_in_bundle=staging is not None and not params.get("repro_dir"),
+                    full_tables=full_tables, diffs=diffs, diff_mode=diff_mode)
         if module_text is not None and (not output or output == "-"):
-            report.write_stdout(module_text)
+            module_to_stdout(module_text)
     else:
         import json
-        doc = result.to_json(input=file, output=output)
+        doc = proportionate_json(result.to_json(input=file, output=output), json_include,
+                                 show_remarks, diffs, module_text)
         report.write_stdout(json.dumps(doc, indent=2) + "\n")
     if html:
         from ..html_report import write_html

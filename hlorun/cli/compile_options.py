@@ -17,7 +17,8 @@ from typing import Any, Sequence
 import click
 
 from ._autotune import autotune_options
-from ._common import target_options
+from ..textout import DIFF_HELP, DIFF_MODES
+from ._common import parse_json_include, target_options
 from .numerics_options import numerics_options
 
 
@@ -68,8 +69,8 @@ def compile_flags(fn):
                      show_default=True,
                      help="text: table/diffs on stderr, module on stdout. json: one JSON report on "
                           "stdout (schema in README); the module only goes to -o."),
-        click.option("--diff", "diffs", type=click.Choice(["changed", "all", "none"]),
-                     default="changed", show_default=True, help="Which passes get a unified diff."),
+        click.option("--diff", "diffs", type=click.Choice(DIFF_MODES), default="short",
+                     show_default=True, help=DIFF_HELP),
         click.option("--diff-filter", default=None, metavar="REGEX",
                      help="Only diff passes whose pipeline/name path matches REGEX."),
         click.option("--diff-form", type=click.Choice(["diff", "canonical", "full"]), default="diff",
@@ -106,15 +107,23 @@ def compile_flags(fn):
                      help="With --bug-report: also reduce the module while it fails the same way."),
         click.option("--reduce-timeout", type=click.FloatRange(min=0), default=300.0,
                      show_default=True, metavar="SECONDS", help="Time budget of --reduce."),
-        click.option("--table/--no-table", default=True, help="Show the pass table (text format)."),
-        click.option("--explain", "explain", default=None, is_flag=False, flag_value=".*",
-                     metavar="[INSTR|REGEX]",
+        click.option("--table/--no-table", default=True,
+                     help="Show the tables (passes, autotuner); --no-table hides every table."),
+        click.option("--full-tables", is_flag=True,
+                     help="Every row of the pass and autotuner tables (default: a summary, the "
+                          "slowest/closest rows and counts)."),
+        click.option("--json-include", "json_include", default="", metavar="LIST",
+                     callback=lambda c, p, v: parse_json_include(v),
+                     help="--format json: also include these heavy parts, comma-separated: "
+                          "remarks, candidates (every autotuner candidate), diffs, module, or all."),
+        click.option("--explain", "explain_all", is_flag=True,
                      help="For each final kernel (fusion or library call): the original "
                           "instructions it came from and the pass decisions that shaped it, in "
-                          "words; optionally only kernels matching a kernel/instruction name or "
-                          "regex (also matched against metadata op_name).  JSON: a 'kernels' "
-                          "array.  Also lists every candidate the autotuner rejected (with its "
-                          "reason) for the matching GEMMs."),
+                          "words.  JSON: a 'kernels' array.  Also lists every candidate the "
+                          "autotuner rejected (with its reason)."),
+        click.option("--explain-op", "explain_op", default=None, metavar="INSTR|REGEX",
+                     help="--explain only the kernels matching a kernel/instruction name or regex "
+                          "(also matched against metadata op_name); implies --explain."),
         click.option("--remarks", "show_remarks", is_flag=True,
                      help="List the passes' remarks (what each pass did or declined to do, per "
                           "instruction)."),
@@ -130,7 +139,8 @@ def compile_flags(fn):
 
 #: compile's presentation flags: the command's business, not the compile's
 PRESENTATION = ("file", "output", "fmt", "bug_report", "bug_reduce", "reduce_timeout", "table",
-                "show_remarks", "traceback", "overwrite_dump")
+                "show_remarks", "traceback", "overwrite_dump", "full_tables", "json_include",
+                "explain_all", "explain_op")
 
 #: flag (parameter name) -> CompileOptions flat keyword where they differ
 _RENAMES = {"check_numerics": "check_numerics", "numerics_inputs": "numerics_inputs",
@@ -157,13 +167,25 @@ def options_from_params(params: dict[str, Any]):
             continue
         kw[name] = v
     xla_flags = kw.pop("xla_flags", None)
-    kw["lineage"] = params.get("explain") is not None
+    if kw.get("diffs") == "short":  # compact is how the CLI shows them; the library diffs changed passes
+        kw["diffs"] = "changed"
+    explain = explain_pattern(params)
+    if explain is not None:
+        kw["explain"] = explain
+    kw["lineage"] = explain is not None
     opts = CompileOptions.from_kwargs(**kw)
     notes: list[str] = []
     if xla_flags:
         opts, notes = opts.with_xla_flags(xla_flags)
         notes = [n.replace("xla flags:", "--xla-flags:") for n in notes]
     return opts, notes
+
+
+def explain_pattern(params: dict[str, Any]) -> str | None:
+    """--explain (every kernel: ".*") / --explain-op REGEX -> the pattern."""
+    if params.get("explain_op") is not None:
+        return params["explain_op"]
+    return ".*" if params.get("explain_all") else None
 
 
 @dataclass
@@ -235,7 +257,7 @@ def argv_from_params(command, params: dict[str, Any]) -> list[str]:
             continue
         if not isinstance(p, click.Option) or p.hidden and v in (None, False, ()):
             continue
-        if v is None or v == p.default or (p.multiple and not v):
+        if v is None or v == p.default or (isinstance(v, (list, tuple)) and not v):
             continue
         name = max(p.opts, key=len)
         if p.is_flag and p.secondary_opts:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import handle_errors, target_options
+from ._common import diff_option, handle_errors, target_options
 
 
 @click.command("diff-pipelines")
@@ -26,12 +26,11 @@ from ._common import handle_errors, target_options
               help="The second pipeline, e.g. the new version.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text: report on stderr; json: one document on stdout.")
-@click.option("--diff/--no-diff", "show_diff", default=False, show_default=True,
-              help="Also show the module diff right after the diverging step.")
+@diff_option("none")
 @click.option("--traceback", is_flag=True, hidden=True)
 @target_options
 @handle_errors
-def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, show_diff, traceback, platform, device,
+def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, diff_mode, traceback, platform, device,
                        compute_capability):
     """Run two pipelines on FILE: the first pass whose output differs and
     how the final kernels differ (custom calls, GEMM fusions, loop/input
@@ -40,6 +39,7 @@ def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, show_diff, traceback, platform
 
     Exit codes: 0 compared (same or different), 1 bad input."""
     import json
+    show_diff = diff_mode != "none"  # the module diff right after the diverging step
 
     from .. import report
     from ..fileio import read_text

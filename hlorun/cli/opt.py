@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ._common import handle_errors, read_inputs, target_options
+from ._common import diff_option, handle_errors, read_inputs, target_options
 
 
 @click.command()
@@ -24,10 +24,11 @@ from ._common import handle_errors, read_inputs, target_options
 @click.option("--changed", "show_changed", is_flag=True,
               help="Print one 'pass: changed|unchanged' line per pass on stderr.")
 @click.option("--traceback", is_flag=True, help="Show Python tracebacks of pass failures.")
+@diff_option("none")
 @target_options
 @handle_errors
 def opt(file, passes_text, split_input_file, output, form, verify, show_changed, traceback,
-        platform, device, compute_capability):
+        diff_mode, platform, device, compute_capability):
     """Run just the listed passes on FILE and print the module."""
     from .. import report
     from ..fileio import refuse_overwrite, write_atomic
@@ -47,7 +48,17 @@ def opt(file, passes_text, split_input_file, output, form, verify, show_changed,
         except HloParseError as e:
             report.error(e.render())
             sys.exit(1)
-        result = run_pipeline(module, spec, RunOptions())
+        diffs = None
+        listeners = []
+        if diff_mode != "none":  # on stderr; the module still goes to stdout / -o
+            from ..diffs import DiffListener
+            from ..textout import DiffCollector
+            diffs = DiffCollector()
+            listeners.append(DiffListener(diffs, "all" if diff_mode == "all" else "changed",
+                                          context=1 if diff_mode == "short" else 3))
+        result = run_pipeline(module, spec, RunOptions(listeners=listeners))
+        if diffs is not None:
+            diffs.render(diff_mode)
         if show_changed:
             for ev in result.events:
                 report.info(f"{label}: {ev.name}: {'changed' if ev.changed else 'unchanged'}")

@@ -9,15 +9,14 @@ import sys
 
 import click
 
-from ._common import handle_errors
+from ._common import diff_option, handle_errors
 
 
 @click.command("replay")
 @click.argument("dump_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--module", "module_re", default=None, metavar="REGEX",
               help="Only modules whose 'module_NNNN.NAME' matches REGEX.")
-@click.option("--diff", "diff_mode", type=click.Choice(["changed", "all", "none"]), default="changed",
-              show_default=True, help="Which steps get a unified diff.")
+@diff_option("short")
 @click.option("--diff-filter", default=None, metavar="REGEX",
               help="Only diff steps whose pipeline/pass matches REGEX.")
 @click.option("--diff-form", type=click.Choice(["diff", "canonical", "full"]), default="diff",
@@ -29,6 +28,7 @@ def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, chan
     """Replay the XLA dump directory DUMP_DIR (or each dump directory in it)."""
     from .. import report
     from ..replay import dump_dirs, replay_module, scan
+    from ..textout import render_short
     from ..source import UsageError
     try:
         mre = re.compile(module_re) if module_re else None
@@ -57,11 +57,15 @@ def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, chan
                       f"{s.instructions_before} -> {s.instructions_after}", s.seq if s.seq is not None else "-")
                      for s in shown], title=title,
                     columns=("#", "pipeline/pass -> next", "changed", "instructions", "step"))
-                for s in steps:
-                    if s.diff or (diff_mode == "all" and (dre is None or dre.search(s.path))):
-                        report.diff_block(f"--- before #{s.index} {s.path}\n+++ after  #{s.index} "
-                                          f"{s.path}  ({s.file})" + ("" if s.changed else "  (unchanged)"),
-                                          s.diff)
+                diffs = [(f"--- before #{s.index} {s.path}\n+++ after  #{s.index} {s.path}  "
+                          f"({s.file})" + ("" if s.changed else "  (unchanged)"), s.diff)
+                         for s in steps
+                         if s.diff or (diff_mode == "all" and (dre is None or dre.search(s.path)))]
+                if diff_mode == "short":
+                    render_short(diffs, hint="the dump files themselves are in " + str(d))
+                else:
+                    for header, lines in diffs:
+                        report.diff_block(header, lines)
                 n = sum(1 for s in steps if s.changed)
                 report.summary(f"{mod.label}: {len(steps)} steps, {n} changed the module", True)
             docs.append({"dir": str(d), "module": mod.label, "name": mod.name,
