@@ -55,7 +55,8 @@ from .analysis import (FusionView, emitter_kind, fused_members, fusible_computat
 from .fuse import create_fusion, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
 from .model import LAUNCH_US, Estimate, device_of, estimate
-from .triton import can_fuse_triton, involves_triton, triton_backend_config, triton_estimate
+from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
+                     unit_refusal)
 
 MAX_PARAMETERS = 96
 INF = float("inf")
@@ -113,6 +114,7 @@ class _Queue:
         self.bodies: dict[Computation, list[Instruction]] | None = \
             None if self.reference else {}
         self.facts: dict[Instruction, tuple[bool, str]] = {}
+        self.triton_facts: dict[Instruction, str | None] = {}
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:
@@ -125,12 +127,12 @@ class _Queue:
 
     def _estimate_alone(self, instr: Instruction) -> Estimate:
         if is_generic_triton_fusion(instr):
-            return triton_estimate([instr], instr, self.device)
+            return triton_estimate([instr], instr, self.device, self.members)
         return estimate([instr], instr, self.device, self.members)
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
         if involves_triton(producer, consumer):
-            return triton_estimate([producer, consumer], consumer, self.device)
+            return triton_estimate([producer, consumer], consumer, self.device, self.members)
         return estimate([producer, consumer], consumer, self.device, self.members)
 
     @property
@@ -154,6 +156,14 @@ class _Queue:
                                    emitter_kind(FusionView.of(x, self._members)))
         return got
 
+    def _triton_refusal(self, x: Instruction) -> str | None:
+        if self.bodies is None:
+            return unit_refusal(x)
+        got = self.triton_facts.get(x, False)
+        if got is False:
+            got = self.triton_facts[x] = unit_refusal(x)
+        return got
+
     def changed(self, instr: Instruction) -> None:
         """``instr`` was rewritten (its body, kind or operands): forget its estimates."""
         self._forget_facts(instr)
@@ -162,6 +172,7 @@ class _Queue:
     def _forget_facts(self, instr: Instruction) -> None:
         self.cache.pop(instr, None)
         self.facts.pop(instr, None)
+        self.triton_facts.pop(instr, None)
         if self.bodies is not None and instr.opcode == "fusion":
             self.bodies.pop(instr.fused_computation, None)
 
@@ -178,7 +189,7 @@ class _Queue:
         if not is_fusible(consumer):
             return "the consumer is not fusible"
         if involves_triton(producer, consumer):  # CanFuseTriton: Triton or nothing
-            return can_fuse_triton(producer, consumer)
+            return can_fuse_triton(producer, consumer, self._triton_refusal)
         if is_fusible_bitcast(consumer):
             return "not fusing into a single bitcast as consumer"
         p_reduce, p_kind = self._facts(producer)

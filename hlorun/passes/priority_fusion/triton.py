@@ -37,16 +37,27 @@ def _members(instr: Instruction) -> list[Instruction]:
     return [instr]
 
 
-def can_fuse_triton(producer: Instruction, consumer: Instruction) -> str | None:
-    """None if producer + consumer can be one Triton fusion, else why not."""
+def unit_refusal(unit: Instruction) -> str | None:
+    """Why ``unit`` (an instruction or a fusion) cannot be part of a Triton
+    fusion, or None."""
     from ..triton_support import unsupported_instruction
+    if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
+        return "multi-output fusions are not supported by the Triton emitter"
+    for m in _members(unit):
+        why = unsupported_instruction(m)
+        if why:
+            return why
+    return None
+
+
+def can_fuse_triton(producer: Instruction, consumer: Instruction,
+                    refusal=unit_refusal) -> str | None:
+    """None if producer + consumer can be one Triton fusion, else why not
+    (``refusal``: :func:`unit_refusal` or a cache of it)."""
     for unit in (producer, consumer):
-        if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
-            return "multi-output fusions are not supported by the Triton emitter"
-        for m in _members(unit):
-            why = unsupported_instruction(m)
-            if why:
-                return why
+        why = refusal(unit)
+        if why:
+            return why
     if producer.shape.is_tuple or consumer.shape.is_tuple:
         return "tuple-shaped values are not supported by the Triton emitter"
     return None
@@ -56,8 +67,9 @@ def _bytes(shape) -> int:
     return math.prod(shape.dimensions) * byte_width(shape.element_type) if shape.is_array else 0
 
 
-def triton_estimate(units: list[Instruction], root_unit: Instruction, device: Device) -> Estimate:
-    u = Units(units)
+def triton_estimate(units: list[Instruction], root_unit: Instruction, device: Device,
+                    members=None) -> Estimate:
+    u = Units(units, members)
     reads: dict[Instruction, int] = {}
     flops = 0
     for m in u.members:
@@ -96,4 +108,5 @@ def triton_backend_config(fusion: Instruction, *sources: Instruction) -> None:
     fusion.set_backend_config(bc)
 
 
-__all__ = ["can_fuse_triton", "involves_triton", "triton_backend_config", "triton_estimate"]
+__all__ = ["can_fuse_triton", "involves_triton", "triton_backend_config", "triton_estimate",
+           "unit_refusal"]
