@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.comparison import comparison_order
 from ..ir.shape import bit_width, is_floating, is_signed_integral
 from .dtypes import (contiguous, cast_result, convert, dtype_of, is_float_dtype,
                      storage_view, total_order_key, widen)
@@ -314,7 +315,10 @@ def _compare(ev, instr, ops):
         raise EvaluationError(f"compare has unknown direction {direction}")
     ctype = instr.attrs.get("type")
     src_t = instr.operands[0].shape.element_type
-    if ctype == "TOTALORDER" and is_floating(src_t):
+    order = comparison_order(instr)
+    if order == "WEAK" and is_floating(src_t):
+        raise EvaluationError("compare with order=WEAK on floating point is not modelled by the evaluator")
+    if order == "TOTAL" and is_floating(src_t):
         return fn(total_order_key(a, src_t), total_order_key(b, src_t))
     with np.errstate(**_ERRSTATE):
         if ctype == "UNSIGNED" and a.dtype.kind == "i":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.attrs import parse_window
+from ..ir.comparison import comparison_order
 from .dtypes import contiguous, cast_result, is_float_dtype, total_order_key, widen
 from .registry import EvaluationError, handler
 from .shapes import pad_array
@@ -239,7 +240,7 @@ def _simple_comparator(comp):
     if direction not in ("LT", "GT"):
         return None
     descending = (direction == "GT") == (na % 2 == 0)
-    return na // 2, descending, root.attrs.get("type") == "TOTALORDER"
+    return na // 2, descending, comparison_order(root) == "TOTAL"
 
 
 def _sort_key(x: np.ndarray, element_type: str) -> np.ndarray:
