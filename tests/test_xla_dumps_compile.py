@@ -22,7 +22,7 @@ import pytest
 import hlorun
 from hlorun.pipeline import RunOptions, run_pipeline
 from hlorun.pipeline_select import parse_xla_flags
-from hlorun.pipeline_spec import load_pipeline
+from hlorun.pipeline_loader import load_pipeline
 
 from .conftest import SHARED, TESTDATA
 
