@@ -20,6 +20,8 @@ REGISTRY: dict[str, str] = {
     "config-assigner": "hlorun.passes.config_assigner:ConfigAssigner",
     "conv-rewriter": "hlorun.passes.conv_rewriter:ConvRewriter",
     "convert_triton_gemm_config": "hlorun.passes.convert_triton_gemm_config:ConvertTritonGemmConfig",
+    "copy-insertion": "hlorun.passes.copy_insertion:CopyInsertion",
+    "copy_fusion": "hlorun.passes.copy_fusion:CopyFusion",
     "cse": "hlorun.passes.cse:HloCSE",
     "cublas-gemm-broadcast-folding-rewriter":
         "hlorun.passes.gemm_broadcast_folding_rewriter:GemmBroadcastFoldingRewriter",

@@ -1,0 +1,188 @@
+"""copy-insertion: the copies XLA's CopyInsertion (xla/service/copy_insertion.cc,
+run by XLA:GPU's pre-scheduling-copy-insertion pipeline) keeps, for the
+cases hlorun models.  XLA adds copies around every while loop and at the
+entry's parameters and root, then removes those that buffer liveness shows
+unnecessary; what survives on straight-line JAX programs is:
+
+* **while-loop state** (``AddCopiesForWhile`` / ``RemoveUnnecessaryCopies``):
+  an element of the loop's initial tuple that the body *updates* (the body
+  root's element is not the body parameter's same element passed through)
+  needs a buffer of its own when its initial value is a constant (constants
+  are read-only), an entry parameter that is not donated, or a value that
+  already initialises another element of the same tuple -- each gets
+  ``copy(value)``;
+* **donated parameters** (``AddCopiesForAliasedInputOutputs``): an output
+  aliased with a parameter (``input_output_alias``) that is not the
+  parameter itself must be written into the parameter's buffer; when the
+  kernel computing it reads the parameter other than elementwise in place
+  (a gather of permuted rows, a transpose ...), XLA writes a temporary and
+  copies it over: ``copy`` at the root;
+* **entry root** (``AddSpecialCaseCopies``): an output element that is a
+  constant or a non-donated entry parameter is copied.
+
+Not modelled (stated): copies for values live across a loop while the loop
+updates their buffer, conditional branches, and the general liveness
+analysis.  Every copy is a remark naming the rule.
+
+Postcondition: loop state, donated outputs and root outputs have buffers of
+their own where the rules above require.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.module import Computation, Instruction, Module
+from ..ir.shape import Shape
+from .base import Pass
+from .priority_fusion.analysis import fusible_computations
+
+
+def _copy(comp: Computation, value: Instruction) -> Instruction:
+    c = Instruction("copy", value.shape, [value])
+    comp.add_instruction(c, "copy")
+    return c
+
+
+def _updated_elements(body: Computation) -> set[int]:
+    """Indices of the loop state the body changes."""
+    root = body.root
+    param = body.parameters[0] if body.parameters else None
+    if root.opcode != "tuple":
+        return set(range(len(root.shape.tuple_shapes))) if root.shape.is_tuple else {0}
+    out = set()
+    for i, e in enumerate(root.operands):
+        passthrough = e.opcode == "get-tuple-element" and e.operands[0] is param and \
+            e.tuple_index == i
+        if not passthrough:
+            out.add(i)
+    return out
+
+
+def _donated(module: Module) -> set[int]:
+    return {p for _, p, _, _ in module.input_output_alias}
+
+
+def _elementwise_in_place(user: Instruction, param: Instruction) -> bool:
+    """Can ``user`` write its output over ``param`` (HloDataflowAnalysis::
+    CanShareOperandBufferWithUser, for the loop-fusion case): a loop fusion
+    whose only reads of ``param`` are elementwise, same shape."""
+    if user.opcode != "fusion":
+        return user.shape.is_array and user.shape.dimensions == param.shape.dimensions and \
+            user.opcode not in ("gather", "transpose", "reverse", "slice", "concatenate", "pad")
+    if user.fusion_kind != "kLoop":
+        return False
+    body = user.fused_computation
+    for i, op in enumerate(user.operands):
+        if op is not param:
+            continue
+        p = body.parameters[i]
+        stack, seen = list(p.users), set()
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x.opcode in ("tuple",):
+                continue
+            if x.opcode not in ("bitcast",) and not (
+                    x.shape.is_array and tuple(x.shape.dimensions) == tuple(param.shape.dimensions)
+                    and x.opcode not in ("gather", "transpose", "reverse", "slice", "concatenate",
+                                         "pad", "reduce", "dynamic-slice", "broadcast")):
+                return False
+            stack.extend(x.users)
+    return True
+
+
+@dataclass(frozen=True)
+class CopyInsertion(Pass):
+    """Add the copies XLA keeps for while-loop state, donated parameters and the entry root."""
+
+    name = "copy-insertion"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        entry = module.entry
+        donated = _donated(module)
+        for comp in fusible_computations(module):
+            for w in comp.post_order():
+                if w.opcode == "while":
+                    changed |= self._while(comp, w, donated, comp is entry)
+        if entry is not None:
+            changed |= self._root(module, entry, donated)
+        return changed
+
+    def _while(self, comp: Computation, w: Instruction, donated: set[int], in_entry: bool) -> bool:
+        init = w.operands[0]
+        body = w.attrs.get("body")
+        if init.opcode != "tuple" or body is None or not hasattr(body, "root"):
+            return False
+        updated = _updated_elements(body)
+        seen: set[Instruction] = set()
+        ops = list(init.operands)
+        changed = False
+        for i, e in enumerate(ops):
+            why = None
+            if i in updated:
+                if e.opcode == "constant":
+                    why = "a constant (read-only)"
+                elif e.opcode == "parameter" and in_entry and e.parameter_number not in donated:
+                    why = "an entry parameter that is not donated"
+                elif e in seen:
+                    why = "shared with another element of the loop state"
+            seen.add(e)
+            if why is None:
+                continue
+            c = _copy(comp, e)
+            init.set_operand(i, c)
+            self.remark(c, f"{c.name} copies element {i} of {w.name}'s state: it is {why} and the "
+                           f"loop body updates it", "applied", rule="while", derived_from=[e.name])
+            changed = True
+        return changed
+
+    def _root(self, module: Module, entry: Computation, donated: set[int]) -> bool:
+        root = entry.root
+        elements = list(root.operands) if root.opcode == "tuple" else [root]
+        alias = {out: p for out, p, _, _ in module.input_output_alias}
+        changed = False
+        new = list(elements)
+        for i, v in enumerate(elements):
+            key = (i,) if root.opcode == "tuple" else ()
+            why = None
+            if key in alias:
+                p = entry.parameters[alias[key]]
+                base = v
+                while base.opcode == "bitcast":
+                    base = base.operands[0]
+                if base.opcode == "get-tuple-element":
+                    src = base.operands[0]
+                    init = src.operands[0] if src.opcode == "while" else None
+                    if init is not None and init.opcode == "tuple" and \
+                            init.operands[base.tuple_index] is p:
+                        continue  # the loop updates the donated buffer in place
+                    base = src
+                if base is not p and p is not None:
+                    readers = [u for u in p.users if u is not base]
+                    if readers or not _elementwise_in_place(base, p):
+                        why = (f"output {i} is donated parameter {p.name}'s buffer, and "
+                               f"{base.name} reads {p.name} while writing it")
+            elif v.opcode == "constant":
+                why = f"output {i} is a constant"
+            elif v.opcode == "parameter" and v.parameter_number not in donated:
+                why = f"output {i} is entry parameter {v.name}"
+            if why is None:
+                continue
+            c = _copy(entry, v)
+            new[i] = c
+            self.remark(c, f"{c.name}: {why}", "applied", rule="root", derived_from=[v.name])
+            changed = True
+        if not changed:
+            return False
+        if root.opcode == "tuple":
+            root.replace_operands(new)
+        else:
+            entry.root = new[0]
+        return True
+
+
+__all__ = ["CopyInsertion"]
