@@ -1,0 +1,76 @@
+"""Final kernels kind for kind against XLA's after_optimizations (issue 14
+targets), on every real dump: ../shared/xla-dumps and testdata/xla-dumps
+(JAX 0.11, H100/H200).  A kernel's kind is the fusion kind with the backend
+kind of kCustom fusions, the custom-call target, or the opcode
+(hlorun.kernels.kind); ``python bench/kernel_lists.py`` prints the table.
+
+Targets: per program our kernel count within +-10% of XLA's, and over all
+programs >= 90% of XLA's kernels matched kind for kind.  Where hlorun is not
+there yet the test pins today's figures (so they cannot silently get worse)
+and the known reasons are stated in KNOWN_COUNT.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+#: programs whose kernel count is not yet within +-10% of XLA's, and why
+KNOWN_COUNT = {
+    "cnn_fp16": "5 NCHW->NHWC transposes XLA's layout assignment adds for cuDNN convolutions "
+                "(hlorun's layout-assignment has no cuDNN layout constraints)",
+    "attention_dpa": "XLA keeps 4 more small transposes/converts around the attention GEMMs "
+                     "(GEMM fusion's remaining tiling rules)",
+    "fp8_scaled_matmul": "XLA's autotuner picks __cublas$lt$matmul$f8 with 3 loop fusions; "
+                         "hlorun's picks one Triton GEMM fusion",
+    "moe_topk_train": "top-k: XLA rewrites it into a sort custom fusion plus kernels "
+                      "hlorun has no pass for",
+}
+
+#: today's overall kind-for-kind figure on the dumps present (target: 0.90)
+MIN_MATCHED = 0.88
+
+SMALL = ("gemm_bias_gelu_bf16", "fp8_matmul_scaled", "permute_rows_donated",
+         "dot_general_gqa_cublaslt", "int8_gemm", "adam_update")
+
+
+def _rows(names=None):
+    import kernel_lists
+    dumps = kernel_lists.all_dumps()
+    if names is not None:
+        dumps = [d for d in dumps if d.name in names]
+    if not dumps:
+        pytest.skip("no XLA dumps found")
+    return [kernel_lists.compare_row(d) for d in dumps]
+
+
+def test_small_programs_match_kind_for_kind():
+    """The small programs: every XLA kernel matched, same count (adam_update:
+    XLA keeps the bias-correction scalar as a kernel of its own -- its
+    op-profile cost model prices the pow recomputed per element -- while
+    hlorun's one-flop-per-op model duplicates it into the 12 updates)."""
+    for r in _rows(SMALL):
+        assert r.failure is None, f"{r.program}: {r.failure}"
+        missing = 1 if r.program == "adam_update" else 0
+        assert r.matched >= len(r.theirs) - missing, \
+            f"{r.program}: {r.matched}/{len(r.theirs)}: {r.differences()}"
+        assert r.count_ok, f"{r.program}: {len(r.ours)} kernels vs XLA's {len(r.theirs)}"
+
+
+@pytest.mark.slow
+def test_all_dumps_kind_for_kind():
+    rows = _rows()
+    for r in rows:
+        assert r.failure is None, f"{r.program}: {r.failure}"
+        if r.program in KNOWN_COUNT:
+            continue
+        assert r.count_ok, (f"{r.program}: {len(r.ours)} kernels vs XLA's {len(r.theirs)} "
+                            f"({r.differences()})")
+    total = sum(len(r.theirs) for r in rows)
+    matched = sum(r.matched for r in rows)
+    assert matched / total >= MIN_MATCHED, f"{matched}/{total} matched kind for kind"
