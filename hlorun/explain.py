@@ -283,24 +283,8 @@ __all__ = ["KernelExplanation", "explain_kernels", "kind_words", "plain_kernels"
 
 
 # ---------------------------------------------------------------------------
-# Running a pipeline with lineage (hlorun explain)
+# One instruction of the input (hlorun explain --op)
 # ---------------------------------------------------------------------------
-
-
-def run_with_lineage(path: str, pipeline: str | None = None, target: dict | None = None,
-                     disable: list[str] | None = None):
-    """Parse ``path``, run ``pipeline`` (default gpu-cuda) with a
-    :class:`LineageTracker`; returns (module, result, tracker)."""
-    from .fileio import read_text
-    from .parser import parse_module
-    from .pipeline import RunOptions, run_pipeline
-    from .pipeline_loader import load_pipeline
-    spec = load_pipeline(pipeline).with_target(**(target or {}))
-    module = parse_module(read_text(path), path)
-    tracker = LineageTracker()
-    result = run_pipeline(module, spec, RunOptions(disable=list(disable or []),
-                                                   listeners=[tracker]))
-    return module, result, tracker
 
 
 def op_matches(tracker: LineageTracker, op: str) -> list[str]:

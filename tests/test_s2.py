@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 import hlorun
 from hlorun.cli import cli
-from hlorun.explain import explain_kernels, run_with_lineage
+from hlorun.explain import explain_kernels
 from hlorun.report_schema import validate
 
 S2 = Path(__file__).resolve().parents[1] / "testdata" / "s2" / "cnn_fp16.hlo"
@@ -34,7 +34,8 @@ def run(*args: str):
 
 @pytest.fixture(scope="module")
 def compiled():
-    module, result, tracker = run_with_lineage(str(S2), target=H200)
+    r = hlorun.compile(S2, copy=False, **H200)
+    module, result, tracker = r.module, r.run, r.lineage
     assert result.exit_code == 0, result.failure
     return module, tracker
 

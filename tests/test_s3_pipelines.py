@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.explain import explain_kernels, run_with_lineage
+import hlorun
+from hlorun.explain import explain_kernels
 from hlorun.fileio import read_text
 from hlorun.kernel_diff import compare_kernels
 from hlorun.lineage import LineageTracker
@@ -89,7 +90,8 @@ def test_new_version_reproduces_xlas_kernels():
     from hlorun.kernels import kernel_list
     dump = shared_path("xla-dumps", "fp8_matmul_scaled")
     after = next(dump.glob("*gpu_after_optimizations.txt"))
-    module, result, _ = run_with_lineage(str(MODEL), str(NEW))
+    r = hlorun.compile(MODEL, str(NEW), copy=False)
+    module, result = r.module, r.run
     assert result.exit_code == 0
     ours = sorted((k.name, k.category, k.shape) for k in kernel_list(module))
     theirs = sorted((k.name, k.category, k.shape) for k in kernel_list(hlorun.load_module(after)))
@@ -141,7 +143,8 @@ def test_cli_bad_input():
 
 
 def _explain(variant: str, pipeline=OLD):
-    module, result, tracker = run_with_lineage(str(S3 / f"{variant}.hlo"), str(pipeline))
+    r = hlorun.compile(S3 / f"{variant}.hlo", str(pipeline), copy=False)
+    module, result, tracker = r.module, r.run, r.lineage
     assert result.exit_code == 0, result.failure
     return explain_kernels(module, tracker)
 

@@ -64,14 +64,13 @@ def buffers(file, pipeline_name, platform, in_place, no_alias, to_print, dump_to
     targets: dict = {}
     spec = None
     if pipeline_name:
-        from ..pipeline import RunOptions, run_pipeline
-        from ..pipeline_loader import load_pipeline
-        spec = load_pipeline(pipeline_name)
-        if platform:
-            spec = spec.with_target(platform=platform)
+        from .. import api
         from ..buffers.targets import validate_targets
+        options = api.CompileOptions.from_kwargs(platform=platform, verify_each=False,
+                                                 keep_going=True, lineage=False)
+        spec = api.resolve_spec(pipeline_name, options)
         targets.update(validate_targets(spec.section("custom_call_targets") or {}))
-        result = run_pipeline(module, spec, RunOptions(verify_each=False, keep_going=True))
+        result = api.compile(module, spec, options=options, copy=False).run
         if result.failure is not None:
             f = result.failure
             raise UsageError(f"pipeline {spec.name}: pass #{f.index} {f.path} failed: {f.message}")

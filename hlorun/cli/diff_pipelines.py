@@ -47,7 +47,7 @@ def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, diff_mode, traceback, platform
     from ..lineage import LineageTracker
     from .compile_options import compile_config
     from ..reduce.bisect import first_difference
-    from .bisect import _render_between
+    from .bisect_view import render_between
     extra: list[str] = []
     for flag, value in (("--platform", platform), ("--device", device),
                         ("--compute-capability", compute_capability)):
@@ -66,6 +66,6 @@ def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, diff_mode, traceback, platform
         doc["kernels"] = kd.to_json()
         report.write_stdout(json.dumps(doc, indent=2) + "\n")
         return
-    _render_between(report, d, show_diff)
+    render_between(report, d, show_diff)
     for line in render_text(kd, d.pipeline_a, d.pipeline_b):
         report.info(line)

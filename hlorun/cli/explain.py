@@ -29,14 +29,13 @@ def explain_cmd(file, op, pipeline_name, disable_passes, fmt, traceback, platfor
     import difflib
     import json
 
-    from .. import report
-    from ..explain import explain_kernels, op_matches, render_op, run_with_lineage
-    from ..pipeline_select import split_names
+    from .. import api, report
+    from ..explain import explain_kernels, op_matches, render_op
     from ..source import UsageError
-    module, result, tracker = run_with_lineage(
-        file, pipeline_name, {"platform": platform, "device": device,
-                              "compute_capability": compute_capability},
-        split_names(disable_passes))
+    compiled = api.compile(file, pipeline_name, disable_passes=disable_passes, platform=platform,
+                           device=device, compute_capability=compute_capability, lineage=True,
+                           verify_each=True, copy=False)
+    module, result, tracker = compiled.module, compiled.run, compiled.lineage
     if result.exit_code != 0:
         report.warn(f"the pipeline stopped early ({result.status}); explaining the module as it is")
     names = op_matches(tracker, op)

@@ -38,17 +38,19 @@ def explore(file, pipeline_name, max_runs, all_configs, disable_passes, fmt, tra
     from .. import report
     from ..autotune.explore import explore as run_explore
     from ..fileio import read_text
-    from ..pipeline_select import split_names
-    from ..pipeline_loader import load_pipeline
-    spec = load_pipeline(pipeline_name).with_target(platform=platform, device=device,
-                                                    compute_capability=compute_capability)
+    from ..api import resolve_spec
+    from ..options import CompileOptions
+    options = CompileOptions.from_kwargs(pipeline=pipeline_name, disable_passes=disable_passes,
+                                         platform=platform, device=device,
+                                         compute_capability=compute_capability)
+    spec = resolve_spec(None, options)
     if device:
         from dataclasses import replace
         spec = replace(spec, sections=dict(spec.sections, autotune=dict(spec.section("autotune") or {},
                                                                         device=device)))
     text = sys.stdin.read() if file == "-" else read_text(file)
     ex = run_explore(text, "<stdin>" if file == "-" else file, spec, max_runs=max_runs,
-                     all_configs=all_configs, disable=tuple(split_names(disable_passes)))
+                     all_configs=all_configs, disable=options.selection.disable_passes)
     if fmt == "json":
         report.write_stdout(json.dumps(ex.to_json(), indent=2) + "\n")
     else:

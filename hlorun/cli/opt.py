@@ -30,16 +30,16 @@ from ._common import diff_option, handle_errors, read_inputs, target_options
 def opt(file, passes_text, split_input_file, output, form, verify, show_changed, traceback,
         diff_mode, platform, device, compute_capability):
     """Run just the listed passes on FILE and print the module."""
-    from .. import report
+    from .. import api, report
     from ..fileio import refuse_overwrite, write_atomic
     from ..parser import parse_module
-    from ..pipeline import RunOptions, run_pipeline
     from ..pipeline_spec import pipeline_from_passes
     from ..printer import print_module
     from ..source import HloParseError
     refuse_overwrite(output, file)
     spec = pipeline_from_passes(passes_text, checkers=["hlo-verifier"] if verify else [])
-    spec = spec.with_target(platform=platform, device=device, compute_capability=compute_capability)
+    options = api.CompileOptions.from_kwargs(platform=platform, device=device,
+                                             compute_capability=compute_capability, lineage=False)
     outputs = []
     code = 0
     for label, filename, text in read_inputs(file, split_input_file):
@@ -56,7 +56,7 @@ def opt(file, passes_text, split_input_file, output, form, verify, show_changed,
             diffs = DiffCollector()
             listeners.append(DiffListener(diffs, "all" if diff_mode == "all" else "changed",
                                           context=1 if diff_mode == "short" else 3))
-        result = run_pipeline(module, spec, RunOptions(listeners=listeners))
+        result = api.compile(module, spec, options=options, listeners=listeners, copy=False).run
         if diffs is not None:
             diffs.render(diff_mode)
         if show_changed:
