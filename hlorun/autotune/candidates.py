@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import blas as B
-from .cost import PARAMS, CostParams, Estimate, Tile, blas_time, kernel_time
+from .cost import CostParams, Estimate, Tile, blas_time, kernel_time
 from .devices import DeviceSpec
 from .problem import GemmProblem
 from .triton import Resources, SearchSpace, TritonConfig, check, resources
@@ -73,14 +73,15 @@ class Candidate:
 
 
 def triton_estimate(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec,
-                    res: Resources | None = None, params: CostParams = PARAMS) -> Estimate:
+                    res: Resources | None = None, params: CostParams | None = None) -> Estimate:
     res = res or resources(cfg, problem, device)
-    tile = Tile(cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, cfg.split_k)
+    tile = Tile(cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps, cfg.split_k,
+                cfg.is_tma_allowed)
     return kernel_time(problem, device, tile, "triton", res.smem, res.registers_per_thread, params)
 
 
 def triton_candidate(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec,
-                     params: CostParams = PARAMS, forced: bool = False) -> Candidate:
+                     params: CostParams | None = None, forced: bool = False) -> Candidate:
     res = resources(cfg, problem, device)
     why = check(cfg, problem, device, res)
     c = Candidate(TRITON, config=cfg, reasons=why, resources=res, forced=forced)
@@ -115,13 +116,13 @@ def search_space_configs(problem: GemmProblem, device: DeviceSpec, *, exhaustive
 
 
 def triton_candidates(problem: GemmProblem, device: DeviceSpec, *, exhaustive: bool = False,
-                      split_k: bool = False, params: CostParams = PARAMS) -> list[Candidate]:
+                      split_k: bool = False, params: CostParams | None = None) -> list[Candidate]:
     return [triton_candidate(cfg, problem, device, params)
             for cfg in search_space_configs(problem, device, exhaustive=exhaustive, split_k=split_k)]
 
 
 def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,
-                    params: CostParams = PARAMS) -> list[Candidate]:
+                    params: CostParams | None = None) -> list[Candidate]:
     """The library's algorithms, or one rejected candidate saying why the
     library cannot take this GEMM."""
     why = B.library_reasons(lib, problem, device)

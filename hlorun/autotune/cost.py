@@ -1,69 +1,136 @@
-"""The deterministic GEMM cost model.
+"""The deterministic GEMM cost model, fitted per device on measured data.
 
 A kernel runs ``ctas = batch x ceil(m/bm) x ceil(n/bn) x split_k`` CTAs,
-``occ`` of them resident per SM/CU (limited by shared memory, registers and
-threads), so ``waves = ceil(ctas / (cores x occ))``.  Its time is
+``occ`` of them resident per SM/CU (shared memory, registers, threads), so
+``waves = ceil(ctas / (cores x occ))`` and ``r = min(occ, ceil(ctas/cores))``
+CTAs share a core at a time.  Each CTA walks ``iters = ceil(k/split_k/bk)``
+K steps; one step costs the slowest of
 
-    launch + waves x wave_latency
-           + max(compute, dram, l2)                       (roofline)
-           + split-K reduction + unfused prologue/epilogue kernels
+* ``mma``: ``r x 2*bm*bn*bk / (peak_per_core x eff)`` -- the matrix units,
+  ``eff`` the backend's efficiency for the compute type, times ``mma_sync``
+  where Hopper's warp-group MMA cannot be used (< 4 warps or bm < 64);
+* ``feed``: ``r x (bm+bn)*bk*bytes / (feed_bytes_per_clk x clock)`` -- operand
+  tiles from L2 into shared memory (``tma_feed`` faster with TMA);
+* ``latency``: ``load_latency / stages`` -- a load in flight per pipeline stage.
 
-* ``compute = waves x occ x 2*bm*bn*(k/split_k) / (peak_per_core x eff)``:
-  tile and wave quantisation are in the wave count (a 129-row GEMM with
-  128-row tiles pays for 256 rows); ``eff`` multiplies the backend's base
-  efficiency per compute type, the tile's operand reuse (a tile needs
-  ``2*bm*bn / ((bm+bn)*bytes)`` FLOP per byte fed to the core; below the
-  core's feed rate it starves), the MMA instruction (Hopper's warp-group
-  MMA needs >= 4 warps and bm >= 64; otherwise mma.sync at a fraction of
-  peak) and the pipeline depth (``1 / (1 + c/stages^2)``).
-* ``dram``: every input and output byte once (fused epilogue operands
-  included), plus split-K partials written and read back in f32.
-* ``l2``: each CTA streams its A panel and B panel: ``|A| ceil(n/bn) +
-  |B| ceil(m/bm)`` at ``l2_factor x`` HBM bandwidth.
-* Epilogue fusion savings: a Triton fusion does its prologue and epilogue
-  in registers; a BLAS fission leaves them as separate kernels (one launch
-  plus a read and write of the tensor each), and a split-K Triton kernel
-  needs a reduction kernel.
+    time = launch + max(waves x (iters x step + cta_overhead),   (per-CTA work)
+                        dram bytes / HBM bandwidth,                (roofline)
+                        L2 panel traffic / (l2_factor x HBM bandwidth))
+           + unfused prologue/epilogue kernels (BLAS fission)
 
-The constants in :data:`PARAMS` were calibrated on the real H200
-measurements in ``shared/xla-dumps/gemm_sweep`` (``bench/autotune_calibration.py``
-refits them and prints the agreement figures).
+Each term is reported in ``Estimate.parts`` (microseconds), so ``--explain``
+and the autotuner table can say which one bounds a candidate.
+
+The constants of NVIDIA H100 and H200 are fitted (``hlorun.autotune.fit``,
+``bench/autotune_calibration.py --fit``) on the calibration set of
+``hlorun/autotune/data`` -- XLA's own measurements of every Triton config and
+cuBLASLt algorithm it tried -- and loaded from ``data/params_<device>.json``.
+Devices without measurements (A100, MI300X, MI355X, PVC) keep spec-sheet
+models: peaks, bandwidths, clocks, shared memory and registers from
+``devices.py``, with the efficiencies and latencies of the H100 fit carried
+over (``FALLBACK_FIT``) -- not measured on those parts.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from .devices import DeviceSpec
 from .problem import GemmProblem
 
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+#: efficiency classes (the compute type, integers apart)
+CLASSES = ("f16", "tf32", "f32", "fp8", "int8", "f64")
+
 
 @dataclass(frozen=True)
 class CostParams:
-    launch_us: float = 3.40           # Triton kernel launch + event timing floor
-    blas_launch_us: float = 4.38      # BLAS call: launch + library dispatch
-    wave_latency_us: float = 0.589     # pipeline fill + epilogue store per wave
-    feed_bytes_per_clk: float = 68.9  # L2 -> SM operand feed per core per clock
-    l2_factor: float = 2.00           # L2 bandwidth / HBM bandwidth
-    pipe_c: float = 0.213              # pipeline efficiency 1 / (1 + c / stages^2)
-    mma_sync: float = 0.80            # Hopper mma.sync vs warp-group MMA
-    #: base efficiency per backend kind and compute type
+    launch_us: float = 3.4            # Triton kernel launch + event timing floor
+    blas_launch_us: float = 4.4       # BLAS call: launch + library dispatch
+    cta_us: float = 0.6               # per CTA: prologue, epilogue store, scheduling
+    latency_us: float = 1.0           # one operand load, L2/HBM -> shared memory
+    feed_bytes_per_clk: float = 64.0  # L2 -> shared memory per core per clock
+    tma_feed: float = 1.2             # TMA's feed rate vs pointer loads
+    l2_factor: float = 2.0            # L2 bandwidth / HBM bandwidth
+    mma_sync: float = 0.6             # Hopper mma.sync vs warp-group MMA
+    epi_launch_us: float = 3.4        # an unfused prologue/epilogue kernel
+    m_half: float = 8.0               # MMA shape: eff x 1 / (1 + m_half/bm + n_half/bn)
+    n_half: float = 8.0
+    chain_ns: float = 10.0            # one dependent MMA on the accumulator (32 B of K)
+    iter_ns: float = 20.0             # per K step: address math, barriers, loop
+    soft_p: float = 4.0               # soft maximum (sum of p-th powers) of overlapping terms
+    #: efficiency per backend kind and class (x the device's peak)
     eff: dict = field(default_factory=lambda: {
-        # calibrated on gemm_sweep (f16 and f32/TF32 on H200):
-        ("triton", "f16"): 0.779, ("triton", "bf16"): 0.779, ("triton", "tf32"): 0.347,
-        ("blas", "f16"): 0.835, ("blas", "bf16"): 0.835, ("blas", "tf32"): 0.767,
-        # not in the sweep (assumed, same ratios as f16):
-        ("triton", "fp8"): 0.70, ("triton", "f32"): 0.779, ("triton", "f64"): 0.779,
-        ("blas", "fp8"): 0.80, ("blas", "f32"): 0.835, ("blas", "f64"): 0.835,
+        ("triton", "f16"): 0.75, ("triton", "tf32"): 0.5, ("triton", "f32"): 0.5,
+        ("triton", "fp8"): 0.6, ("triton", "int8"): 0.3, ("triton", "f64"): 0.5,
+        ("blas", "f16"): 0.8, ("blas", "tf32"): 0.75, ("blas", "f32"): 0.5,
+        ("blas", "fp8"): 0.7, ("blas", "int8"): 0.4, ("blas", "f64"): 0.8,
     })
+    #: measured per-K-step factor of a Triton tile feature ("bm:16",
+    #: "bk:256", "st:1", "w:8", "tma:1"): what the roofline terms miss
+    #: (instruction mix, register pressure, layout conversions)
+    tile_factors: dict = field(default_factory=dict)
+    source: str = "spec-sheet defaults"
 
-    def base_eff(self, kind: str, compute_type: str) -> float:
-        return self.eff.get((kind, compute_type), self.eff.get((kind, "f16"), 0.8))
+    def base_eff(self, kind: str, cls: str) -> float:
+        return self.eff.get((kind, cls), self.eff.get((kind, "f16"), 0.7))
+
+    def tile_factor(self, tile: "Tile") -> float:
+        f = 1.0
+        for key in tile_keys(tile.block_m, tile.block_n, tile.block_k, tile.stages, tile.warps, tile.tma):
+            f *= self.tile_factors.get(key, 1.0)
+        return f
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["eff"] = {f"{k}:{c}": v for (k, c), v in self.eff.items()}
+        d["tile_factors"] = dict(sorted(self.tile_factors.items()))
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "CostParams":
+        d = dict(d)
+        eff = {tuple(k.split(":", 1)): float(v) for k, v in d.pop("eff", {}).items()}
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known}, eff={**cls().eff, **eff})
+
+
+def tile_keys(bm: int, bn: int, bk: int, stages: int, warps: int, tma: bool) -> tuple[str, ...]:
+    return (f"bm:{bm}", f"bn:{bn}", f"bk:{bk}", f"st:{stages}", f"w:{warps}", f"tma:{int(bool(tma))}")
 
 
 PARAMS = CostParams()
+#: whose fitted constants unmeasured devices borrow (on their own spec-sheet peaks)
+FALLBACK_FIT = "H100"
+
+
+@lru_cache(maxsize=16)
+def _load_params(name: str, data_dir: str) -> CostParams | None:
+    p = Path(data_dir) / f"params_{name}.json"
+    if not p.exists():
+        return None
+    return CostParams.from_json(json.loads(p.read_text())["params"])
+
+
+def params_for(device: DeviceSpec | str) -> CostParams:
+    """The cost constants for ``device``: fitted on measured data where the
+    calibration set has the device (``data/params_<name>.json``), else the
+    spec-sheet defaults."""
+    name = device if isinstance(device, str) else device.name
+    own = _load_params(name.upper(), str(DATA_DIR))
+    if own is not None:
+        return own
+    hopper = _load_params(FALLBACK_FIT, str(DATA_DIR))
+    if hopper is None:
+        return PARAMS
+    return replace(hopper, source=f"{FALLBACK_FIT} fit carried over (no measurements on {name}); "
+                                  f"peaks, bandwidth and clock from {name}'s spec sheet")
 
 
 @dataclass(frozen=True)
@@ -74,6 +141,7 @@ class Tile:
     stages: int
     warps: int
     split_k: int = 1
+    tma: bool = False
 
 
 @dataclass
@@ -82,7 +150,7 @@ class Estimate:
     parts: dict[str, float]     # microseconds per term
     waves: int
     occupancy: int
-    bound: str                  # compute | dram | l2
+    bound: str                  # mma | feed | latency | dram | l2
 
     def to_json(self) -> dict[str, Any]:
         return {"ns": round(self.ns, 1), "waves": self.waves, "occupancy": self.occupancy,
@@ -104,74 +172,143 @@ def occupancy(device: DeviceSpec, smem: int, threads: int, regs_per_thread: int)
     return max(1, occ)
 
 
-def kernel_time(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
-                smem: int, regs_per_thread: int, params: CostParams = PARAMS) -> Estimate:
-    """Estimated time of one GEMM kernel (``kind``: triton | blas)."""
+def eff_class(problem: GemmProblem) -> str:
+    if problem.lhs_type.startswith(("s", "u")):
+        return "int8"
+    ct = problem.compute_type
+    return "f16" if ct == "bf16" else ct
+
+
+@dataclass
+class Geometry:
+    """Everything about a (problem, tile, device) that the fitted constants
+    do not change.  Fields are numbers, or numpy arrays of them when the
+    fitter evaluates many candidates at once."""
+
+    ctas: Any
+    waves: Any
+    occ: Any
+    share: Any            # CTAs sharing a core at a time
+    iters: Any
+    flops_iter: Any       # 2*bm*bn*bk
+    bytes_iter: Any       # (bm+bn)*bk*operand bytes
+    k_chain: Any          # dependent MMAs per K step: bk*operand bytes / 32
+    bm: Any
+    bn: Any
+    stages: Any
+    wgmma: Any            # 1 where warp-group MMA applies (or the device has none)
+    tma: Any
+    peak_core: Any        # FLOP/s per core for the compute type
+    clock_hz: Any
+    hbm: Any              # bytes/s
+    dram_bytes: Any
+    l2_bytes: Any
+    blas: Any             # 1 for a BLAS kernel
+    unfused_kernels: Any  # separate prologue/epilogue kernels (BLAS)
+    unfused_bytes: Any
+
+
+def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
+             smem: int, regs_per_thread: int) -> Geometry:
     p, d = problem, device
     bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
     sk = max(1, tile.split_k)
-    threads = tile.warps * d.threads_per_warp
-    occ = occupancy(d, smem, threads, regs_per_thread)
-    tiles_mn = p.batch * _ceil_div(p.m, bm) * _ceil_div(p.n, bn)
-    ctas = tiles_mn * sk
-    slots = d.core_count * occ
-    waves = _ceil_div(ctas, slots)
-    k_cta = _ceil_div(p.k, sk)
+    occ = occupancy(d, smem, tile.warps * d.threads_per_warp, regs_per_thread)
+    ctas = p.batch * _ceil_div(p.m, bm) * _ceil_div(p.n, bn) * sk
     op_bytes = max(1, (p.operand_bits + 7) // 8)
-
-    peak_core = d.peak(p.compute_type) / d.core_count
-    eff = params.base_eff(kind, p.compute_type)
-    # operand reuse of the tile vs the core's feed rate
-    intensity = 2.0 * bm * bn / ((bm + bn) * op_bytes)
-    needed = peak_core / (params.feed_bytes_per_clk * d.clock_ghz * 1e9)
-    eff *= min(1.0, intensity / needed)
-    if d.wgmma and (tile.warps < 4 or bm < 64) and p.compute_type in ("f16", "bf16", "fp8", "tf32"):
-        eff *= params.mma_sync
-    eff *= 1.0 / (1.0 + params.pipe_c / max(1, tile.stages) ** 2)
-    # a CTA computes its whole tile even where it hangs over the edge
-    flops_cta = 2.0 * bm * bn * k_cta
-    # CTAs sharing a core split its throughput; quantised by waves
-    busy = min(occ, _ceil_div(ctas, d.core_count))
-    t_compute = waves * busy * flops_cta / (peak_core * eff)
-
+    wg = 1
+    if d.wgmma and (tile.warps < 4 or bm < 64) and eff_class(p) in ("f16", "fp8", "tf32", "int8"):
+        wg = 0
+    partial = 2 * sk * p.batch * p.m * p.n * 4 if sk > 1 else 0
     a_bytes = p.batch * p.m * p.k * op_bytes
     b_bytes = p.batch * p.k * p.n * op_bytes
-    partial = 2 * sk * p.batch * p.m * p.n * 4 if sk > 1 else 0
-    dram = p.input_bytes + p.output_bytes + partial
-    l2 = a_bytes * _ceil_div(p.n, bn) + b_bytes * _ceil_div(p.m, bm)
-    t_dram = dram / d.hbm_bandwidth
-    t_l2 = l2 / (params.l2_factor * d.hbm_bandwidth)
-    body = max(t_compute, t_dram, t_l2)
-    bound = "compute" if body == t_compute else ("dram" if body == t_dram else "l2")
-    launch = params.blas_launch_us if kind == "blas" else params.launch_us
-    parts = {"launch": launch, "waves": waves * params.wave_latency_us,
-             "compute": t_compute * 1e6, "dram": t_dram * 1e6, "l2": t_l2 * 1e6}
-    total = launch * 1e-6 + waves * params.wave_latency_us * 1e-6 + body
-    if sk > 1 and kind == "triton":
-        # XLA's split-K: partial results in f32 and a reduction kernel
-        red = params.launch_us * 1e-6 + (sk * p.batch * p.m * p.n * 4 + p.output_bytes) / d.hbm_bandwidth
-        parts["split_k_reduce"] = red * 1e6
-        total += red
-    return Estimate(total * 1e9, parts, waves, occ, bound)
+    n_unf, unf_bytes = 0, 0
+    if kind == "blas":
+        n_unf, unf_bytes = unfused_traffic(p)
+    return Geometry(
+        ctas=ctas, waves=_ceil_div(ctas, d.core_count * occ), occ=occ,
+        share=min(occ, _ceil_div(ctas, d.core_count)), iters=_ceil_div(_ceil_div(p.k, sk), bk),
+        flops_iter=2.0 * bm * bn * bk, bytes_iter=float((bm + bn) * bk * op_bytes),
+        k_chain=bk * op_bytes / 32.0, bm=float(bm), bn=float(bn),
+        stages=max(1, tile.stages), wgmma=wg, tma=int(bool(tile.tma and d.tma)),
+        peak_core=d.peak(p.compute_type) / d.core_count, clock_hz=d.clock_ghz * 1e9,
+        hbm=d.hbm_bandwidth, dram_bytes=float(p.input_bytes + p.output_bytes + partial),
+        l2_bytes=float(a_bytes * _ceil_div(p.n, bn) + b_bytes * _ceil_div(p.m, bm)),
+        blas=int(kind == "blas"), unfused_kernels=n_unf, unfused_bytes=float(unf_bytes))
 
 
-def unfused_kernels(problem: GemmProblem, device: DeviceSpec, params: CostParams = PARAMS) -> tuple[float, int]:
-    """Extra time (ns) and kernel count when the GEMM leaves a fusion: the
-    fused prologue (per operand that had elementwise work) and epilogue
-    become separate kernels, each reading and writing its tensor."""
-    p, d = problem, device
-    extra = 0.0
-    kernels = 0
+def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
+    """The model's terms in seconds.  ``xp``: ``math``-like module for
+    scalars, or numpy for arrays (the fitter); ``eff`` the base efficiency,
+    ``tf`` the tile factor of each K step."""
+    sel = (lambda c, a, b: a if c else b) if xp is math else xp.where
+    q = P.soft_p
+
+    def mx(a, b):
+        # overlapping limits: neither hides the other completely
+        return (a ** q + b ** q) ** (1.0 / q)
+    e = eff * sel(g.wgmma, 1.0, P.mma_sync) / (1.0 + P.m_half / g.bm + P.n_half / g.bn)
+    t_mma = mx(g.share * g.flops_iter / (g.peak_core * e), g.k_chain * P.chain_ns * 1e-9)
+    feed = P.feed_bytes_per_clk * g.clock_hz * sel(g.tma, P.tma_feed, 1.0)
+    t_feed = g.share * g.bytes_iter / feed
+    t_lat = P.latency_us * 1e-6 / g.stages
+    step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf
+    cta = g.iters * step + P.cta_us * 1e-6 + P.latency_us * 1e-6
+    body = g.waves * cta
+    t_dram = g.dram_bytes / g.hbm
+    t_l2 = g.l2_bytes / (P.l2_factor * g.hbm)
+    launch = sel(g.blas, P.blas_launch_us, P.launch_us) * 1e-6
+    unf = g.unfused_kernels * P.epi_launch_us * 1e-6 + g.unfused_bytes / g.hbm
+    total = launch + mx(body, t_dram) + unf
+    return {"total": total, "launch": launch, "mma": g.waves * g.iters * t_mma * tf,
+            "feed": g.waves * g.iters * t_feed * tf, "latency": g.waves * g.iters * t_lat * tf,
+            "k_loop": g.waves * g.iters * P.iter_ns * 1e-9 * tf, "tile_factor": tf,
+            "cta_overhead": g.waves * (P.cta_us + P.latency_us) * 1e-6,
+            "body": body, "dram": t_dram, "l2": t_l2, "unfused_kernels": unf}
+
+
+def kernel_time(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
+                smem: int, regs_per_thread: int, params: CostParams | None = None) -> Estimate:
+    """Estimated time of one GEMM kernel (``kind``: triton | blas)."""
+    P = params or params_for(device)
+    g = geometry(problem, device, tile, kind, smem, regs_per_thread)
+    tf = P.tile_factor(tile) if kind == "triton" else 1.0
+    t = terms(g, P, P.base_eff(kind, eff_class(problem)), tf=tf)
+    per_iter = {"mma": t["mma"], "feed": t["feed"], "latency": t["latency"]}
+    bound = max(per_iter, key=per_iter.get)
+    if t["dram"] > t["body"]:
+        bound = "dram"
+    parts = {"launch": t["launch"] * 1e6, "waves": float(g.waves), "k_iters": float(g.iters),
+             "mma": t["mma"] * 1e6, "feed": t["feed"] * 1e6, "latency": t["latency"] * 1e6,
+             "k_loop": t["k_loop"] * 1e6, "cta_overhead": t["cta_overhead"] * 1e6, "dram": t["dram"] * 1e6,
+             "l2": t["l2"] * 1e6, "tile_factor": tf}
+    if g.unfused_kernels:
+        parts["unfused_kernels"] = t["unfused_kernels"] * 1e6
+    return Estimate(t["total"] * 1e9, parts, g.waves, g.occ, bound)
+
+
+def unfused_traffic(problem: GemmProblem) -> tuple[int, int]:
+    """Kernels and bytes when the GEMM leaves a fusion: the fused prologue
+    (operands with elementwise work) and epilogue become separate kernels,
+    each reading and writing its tensor."""
+    p = problem
+    kernels, nbytes = 0, 0
     if p.prologue_ops:
         kernels += 1
-        extra += params.launch_us * 1e-6 + 2 * (p.input_bytes) / d.hbm_bandwidth
+        nbytes += 2 * p.input_bytes
     if p.epilogue_ops or p.epilogue_operands:
         kernels += 1
-        epi_in = sum(e.bytes for e in p.epilogue_operands)
-        # the GEMM writes its raw result, the epilogue reads it back
-        raw = p.batch * p.m * p.n * p.acc_bytes
-        extra += params.launch_us * 1e-6 + (2 * raw + epi_in + p.output_bytes) / d.hbm_bandwidth
-    return extra * 1e9, kernels
+        # cuBLASLt applies bias/relu/gelu and beta*C in its own epilogue:
+        # one extra pass over the output at most
+        nbytes += p.output_bytes
+    return kernels, nbytes
+
+
+def unfused_kernels(problem: GemmProblem, device: DeviceSpec, params: CostParams | None = None) -> tuple[float, int]:
+    """Extra time (ns) and kernel count of the unfused prologue/epilogue."""
+    P = params or params_for(device)
+    n, b = unfused_traffic(problem)
+    return (n * P.epi_launch_us * 1e-6 + b / device.hbm_bandwidth) * 1e9, n
 
 
 def blas_warps(bm: int, bn: int) -> int:
@@ -179,17 +316,13 @@ def blas_warps(bm: int, bn: int) -> int:
 
 
 def blas_time(problem: GemmProblem, device: DeviceSpec, bm: int, bn: int, bk: int, stages: int,
-              split_k: int, params: CostParams = PARAMS) -> Estimate:
+              split_k: int, params: CostParams | None = None) -> Estimate:
     op_bytes = max(1, (problem.operand_bits + 7) // 8)
     smem = stages * (bm * bk + bk * bn) * op_bytes
     warps = blas_warps(bm, bn)
     regs = min(device.max_registers_per_thread, bm * bn // (warps * device.threads_per_warp) + 40)
-    est = kernel_time(problem, device, Tile(bm, bn, bk, stages, warps, split_k), "blas", smem, regs, params)
-    extra, n = unfused_kernels(problem, device, params)
-    if n:
-        est.parts["unfused_kernels"] = extra / 1e3
-        est.ns += extra
-    return est
+    return kernel_time(problem, device, Tile(bm, bn, bk, stages, warps, split_k, tma=True), "blas",
+                       smem, regs, params)
 
 
 def with_params(**kw) -> CostParams:

@@ -35,22 +35,31 @@ from .calibrate import SCRATCH_WINDOW_US, pick_best
 from .candidates import Candidate
 
 CONTENTION = {"none": 0.0, "low": 0.03, "medium": 0.10, "high": 0.30}
+#: ``--contention measured``: each candidate gets the run-to-run spread
+#: measured for its size class on an idle H100/H200 (``noise.py``)
+MEASURED = -1.0
 
 
 def contention_sigma(level: str | float) -> float:
     if isinstance(level, (int, float)):
         return float(level)
     key = str(level).strip().lower()
+    if key == "measured":
+        return MEASURED
     if key in CONTENTION:
         return CONTENTION[key]
     try:
         return float(key)
     except ValueError:
         from ..source import UsageError
-        raise UsageError(f"unknown contention level {level!r}: use none, low, medium, high or a number")
+        raise UsageError(f"unknown contention level {level!r}: use none, low, medium, high, measured "
+                         f"or a number")
 
 
 def sample(true_ns: float, sigma: float, rng: random.Random) -> float:
+    if sigma == MEASURED:
+        from .noise import measured_sigma
+        sigma = measured_sigma(true_ns)
     if sigma <= 0:
         return true_ns
     x = abs(rng.gauss(0.0, sigma))
@@ -196,7 +205,8 @@ def decide(instr: str, cands: list[Candidate], *, mode: str = "model", seed: int
     if mode == "noisy":
         m = measure(cands, instr, seed, sigma, sampling, fair_samples)
         d.winner, d.measured, d.source = m.winner, m.measured, "noisy"
-        d.notes.append(f"measured with {sampling} sampling, contention sigma {sigma:g}, seed {seed}: "
+        how = "the measured run-to-run spread of its size class" if sigma == MEASURED else f"sigma {sigma:g}"
+        d.notes.append(f"measured with {sampling} sampling, contention {how}, seed {seed}: "
                        f"{m.samples} timed runs")
     elif mode != "model":
         from ..source import UsageError
@@ -205,7 +215,7 @@ def decide(instr: str, cands: list[Candidate], *, mode: str = "model", seed: int
     d.runner_up = ru
     if ru is not None and d.winner.estimate is not None:
         d.margin = (ru.ns - d.winner.ns) / d.winner.ns
-    if sigma > 0 and flip_seeds > 0:
+    if (sigma > 0 or sigma == MEASURED) and flip_seeds > 0:
         flips = cflips = 0
         for s in range(seed, seed + flip_seeds):
             w = measure(cands, instr, s, sigma, sampling, fair_samples).winner

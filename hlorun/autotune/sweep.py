@@ -21,6 +21,16 @@ class SweepCase:
     xla_backend: str        # triton | cublaslt (from the final HLO)
     info: dict
 
+    def as_measured(self):
+        """The case as a ``dataset.MeasuredGemm`` (what ``calibrate`` evaluates)."""
+        from .dataset import MeasuredCandidate, MeasuredGemm, shape_split
+        cands = [MeasuredCandidate(q.config.backend, q.run_time_ns, None, q.config.triton,
+                                   None if q.config.triton else (q.config.algorithm or 0), q.scratch_bytes)
+                 for q in self.profiles.measured()]
+        p = self.problem
+        return MeasuredGemm(self.name, p, cands, self.xla_backend, "", shape_split(p.batch, p.m, p.n, p.k),
+                            {"category": "gemm_sweep", "dtype": p.lhs_type, "epilogue": "none", "layout": "NN"})
+
 
 def _final_gemm(path: Path):
     m = load_module(path)

@@ -14,7 +14,7 @@ def autotune_options(fn):
                      help="model (default): the deterministic cost model; noisy: each measurement is the "
                           "model plus seeded noise."),
         click.option("--contention", "autotune_contention", default=None, metavar="LEVEL",
-                     help="GPU contention for noisy measurements: none, low, medium, high or a sigma."),
+                     help="GPU contention for noisy measurements: none, low, medium, high, a sigma, or measured (the run-to-run spread measured on H100/H200 per kernel size class)."),
         click.option("--sampling", "autotune_sampling", type=click.Choice(["xla", "fair", "each"]), default=None,
                      help="xla: one timed run of Triton's config vs the minimum over every BLAS algorithm "
                           "(S0); fair: the same sample count and the median for every backend; each: every "

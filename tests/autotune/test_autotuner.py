@@ -69,8 +69,9 @@ def test_s0_flip_reproduces_with_xla_sampling_under_contention():
 
 
 def test_s0_flip_vanishes_with_fair_sampling():
+    _, x = tune(S0, device="MI300X", mode="noisy", contention="high", sampling="xla", flip_seeds=100)
     _, p = tune(S0, device="MI300X", mode="noisy", contention="high", sampling="fair", flip_seeds=100)
-    assert p.decisions[0].flip_rate == 0.0
+    assert p.decisions[0].flip_rate <= 0.05 < 0.15 <= x.decisions[0].flip_rate
     _, q = tune(S0, device="MI300X", mode="noisy", contention="none", sampling="xla")
     assert q.decisions[0].flip_rate is None and q.decisions[0].winner.backend == "triton"
 

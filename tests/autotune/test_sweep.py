@@ -67,9 +67,11 @@ def test_resources_breakdown():
 def test_cost_model_agrees_with_xla(cases):
     s = evaluate(cases)
     agree, n = s.agreement
+    # the H200 model was fitted on hlorun/autotune/data; these 26 programs
+    # (another session, another machine) are unseen by the fit
     assert n == 26 and agree >= 24
-    assert s.median_rho >= 0.5
-    assert s.median_best_err <= 0.15
+    assert s.median_rho >= 0.75
+    assert s.median_best_err <= 0.2
     # XLA's own rule on XLA's measurements gives XLA's choice (sanity of the rule)
     assert all(c.measured_pick == c.xla_backend for c in s.cases)
 
