@@ -28,8 +28,9 @@ def load_spec(pipeline: str | None):
     """The pipeline (bundled name or YAML path), loaded once per process."""
     spec = _SPECS.get(pipeline)
     if spec is None:
-        from ..pipeline_spec import load_pipeline
-        spec = _SPECS[pipeline] = load_pipeline(pipeline)
+        from ..api import resolve_spec
+        from ..options import CompileOptions
+        spec = _SPECS[pipeline] = resolve_spec(pipeline, CompileOptions())
     return spec
 
 
