@@ -128,10 +128,11 @@ def from_json(doc: dict[str, Any]) -> dict[str, Any]:
         raise UsageError("not an hlorun compile report (expected \"schema\": \"hlorun.compile/1\")")
     events = doc.get("passes") or []
     remarks = _remarks_by_pass((r.get("index", -1), _remark_text(r)) for r in doc.get("remarks", []))
-    diffs = {}
-    for e in events:
-        if e.get("diff"):
-            diffs[e["index"]] = e["diff"] if isinstance(e["diff"], list) else e["diff"].splitlines()
+    diffs: dict[int, list[str]] = {}
+    for d in doc.get("diffs") or []:   # compile --format json --json-include diffs
+        m = re.search(r"#(\d+)\b", str(d.get("pass", "")))
+        if m and d.get("lines"):
+            diffs[int(m.group(1))] = list(d["lines"])
     data = _common(doc, events, remarks, diffs, None)
     kernels = []
     for k in doc.get("kernels") or []:

@@ -177,3 +177,22 @@ def test_compile_html_and_model_explorer_data_from_the_cli(tmp_path):
                                                     "created_by.json", "final_kernel.json"]
     res = CliRunner().invoke(cli, ["compile", str(S0), "--html", str(S0)])
     assert res.exit_code == 1 and "refusing to overwrite" in res.output
+
+
+def test_report_from_cli_json_with_diffs(tmp_path):
+    """``compile --format json --json-include diffs`` then ``hlorun report``:
+    the page has the diffs of the changed passes."""
+    res = CliRunner().invoke(cli, ["compile", str(S0), "-p", "gpu-rocm-41481", "--force-backend",
+                                   "hipblaslt", "--format", "json", "--json-include", "diffs",
+                                   "-o", str(tmp_path / "out.hlo")])
+    assert res.exit_code == 2
+    doc = json.loads(res.stdout)
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "r.json"), "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "r.html").read_text()
+    data = _data(html)
+    changed = [p["index"] for p in data["passes"] if p["changed"]]
+    with_diff = [p["index"] for p in data["passes"] if p["has_diff"]]
+    assert with_diff and set(with_diff) <= set(changed)
+    assert "reshape" in _blobs(html)[f"diff-{with_diff[-1]}"]
