@@ -26,8 +26,6 @@ KNOWN_COUNT = {
                 "(hlorun's layout-assignment has no cuDNN layout constraints)",
     "attention_dpa": "XLA keeps 4 more small transposes/converts around the attention GEMMs "
                      "(GEMM fusion's remaining tiling rules)",
-    "fp8_scaled_matmul": "XLA's autotuner picks __cublas$lt$matmul$f8 with 3 loop fusions; "
-                         "hlorun's picks one Triton GEMM fusion",
     "moe_topk_train": "top-k: XLA rewrites it into a sort custom fusion plus kernels "
                       "hlorun has no pass for",
 }
