@@ -739,6 +739,15 @@ def _v_bool_list_or_bool(v: str) -> None:
         raise ValueError(f"expects a boolean or a braced list of booleans, saw '{v}'")
 
 
+#: ``PrecisionConfig::Algorithm`` values other than ALG_UNSET, as printed.
+DOT_ALGORITHMS = (
+    "dot_any_f8_any_f8_f32", "dot_any_f8_any_f8_f32_fast_accum", "dot_f16_f16_f16",
+    "dot_f16_f16_f32", "dot_bf16_bf16_bf16", "dot_bf16_bf16_f32", "dot_bf16_bf16_f32_x3",
+    "dot_bf16_bf16_f32_x6", "dot_bf16_bf16_f32_x9", "dot_bf16_bf16_fp8x3", "dot_bf16_bf16_fp8x4",
+    "dot_tf32_tf32_f32", "dot_tf32_tf32_f32_x3", "dot_f32_f32_f32", "dot_f64_f64_f64",
+)
+
+
 def _enum(*names: str) -> Callable[[str], None]:
     allowed = frozenset(names)
 
@@ -885,7 +894,10 @@ VALIDATORS: dict[str, Callable[[str], None]] = {
     "result_accuracy": _v_result_accuracy,
     "mode": _v_accept,
     "transpose": _enum("TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"),
-    "algorithm": _v_accept,
+    # PrecisionConfig::Algorithm as XLA prints it (AlgorithmToString: the
+    # enum name without ALG_, lower case); hlorun.passes.algorithm_util
+    # knows what each means.
+    "algorithm": _enum("unset", *DOT_ALGORITHMS),
     "debug_attributes": _v_debug_attributes,
 }
 

@@ -14,6 +14,7 @@ from importlib import import_module
 from .base import OpcodeRewriter, Pass, Remark, Target
 
 REGISTRY: dict[str, str] = {
+    "algorithm-checker": "hlorun.passes.algorithm_checker:AlgorithmChecker",
     "algsimp": "hlorun.passes.algsimp:AlgebraicSimplifier",
     "autotuner": "hlorun.passes.autotuner:Autotuner",
     "call-inliner": "hlorun.passes.call_inliner:CallInliner",
@@ -29,6 +30,7 @@ REGISTRY: dict[str, str] = {
     "cudnn-fused-convolution-rewriter":
         "hlorun.passes.cudnn_fused_conv_rewriter:CudnnFusedConvRewriter",
     "dce": "hlorun.passes.dce:HloDCE",
+    "dot-algorithm-rewriter": "hlorun.passes.dot_algorithm_rewriter:DotAlgorithmRewriter",
     "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
     "float-normalization-bf16": "hlorun.passes.float_normalization:FloatNormalization",
