@@ -11,7 +11,7 @@ only the main module's ``before_optimizations.txt``, its
 ``gpu_after_optimizations.txt``, ``autotune_results.textproto`` and an
 ``info.json`` (JAX version, device, flags, compile time) are kept, packed into
 OUT_DIR/xla_oracle_dumps.tar.gz (with a log, OUT_DIR/xla_oracle_dumps.log).
-``--unpack`` puts them into testdata, gzipping text files over 32 KiB
+``--unpack`` puts them into testdata, gzipping HLO .txt files over 32 KiB
 (hlorun's loaders read ``.gz``).
 
 ``dot_algorithms`` first compiles one dot per ``DotAlgorithmPreset`` and
@@ -122,7 +122,7 @@ def driver(out: str, names: list[str], budget_s: float) -> int:
 
 
 def unpack(tar_path: str, dest: str) -> int:
-    """Unpack into ``dest``/<program>/, gzipping text files over BIG bytes."""
+    """Unpack into ``dest``/<program>/, gzipping .txt files over BIG bytes."""
     dest_dir = Path(dest)
     with tarfile.open(tar_path) as tar:
         for m in tar.getmembers():
@@ -134,7 +134,7 @@ def unpack(tar_path: str, dest: str) -> int:
             data = tar.extractfile(m).read()
             target = dest_dir / parts[0] / parts[1]
             target.parent.mkdir(parents=True, exist_ok=True)
-            if len(data) > BIG and target.suffix in (".txt", ".textproto"):
+            if len(data) > BIG and target.suffix == ".txt":
                 target = target.with_name(target.name + ".gz")
                 data = gzip.compress(data, mtime=0)
             target.write_bytes(data)
