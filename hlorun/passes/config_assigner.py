@@ -21,7 +21,9 @@ there -- see bench/kernel_lists.py):
   transposes), and loop fusions that compute reductions elementally (a
   reduce that is not the hero, or too small for the reduction emitter:
   split-K epilogues, small softmax-like reductions), where the native loop
-  emitter re-reads the reduced dimension per output element.
+  emitter re-reads the reduced dimension per output element -- once their
+  output fills a wave of the GPU (SMs x 512 elements; smaller ones measured
+  faster on the native emitter in the dumps).
 
 A chosen fusion becomes ``kind=kCustom`` with ``{"kind":"__triton",
 "block_level_fusion_config":...}`` (:func:`.triton_support.block_level_config_for`),
@@ -40,6 +42,7 @@ from ..ir.module import Instruction, Module
 from .base import Pass
 from .priority_fusion.analysis import (find_hero, fusible_computations, fusion_backend_kind,
                                        is_real_reduction_hero, reduction_dims, tiled_transpose)
+from .priority_fusion.model import device_of
 from .triton_support import block_level_config_for, triton_supported_computation
 
 
@@ -87,6 +90,17 @@ def native_emitter(fusion: Instruction) -> str:
 
 #: Native emitters the model expects the block-level emitter to beat.
 TRITON_WINS = frozenset({"transpose", "loop-reduction"})
+#: Elements per SM below which a loop fusion computing reductions elementally
+#: stays native (fitted to XLA's measured choices on the dumps: split-K
+#: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on
+#: the 132-SM H100/H200).
+ONE_WAVE_PER_SM = 512
+
+
+def _outputs(fusion: Instruction) -> int:
+    import math
+    root = fusion.fused_computation.root
+    return math.prod(root.shape.dimensions) if root.shape.is_array else 0
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,13 @@ class ConfigAssigner(Pass):
         if why is not None:
             return False
         emitter = native_emitter(fusion)
+        wave = device_of(self.target).cores * ONE_WAVE_PER_SM
+        if emitter == "loop-reduction" and _outputs(fusion) < wave:
+            self.remark(fusion, f"{fusion.name} stays on the native loop emitter: its "
+                                f"{_outputs(fusion)} outputs fill less than one wave "
+                                f"({wave} = SMs x {ONE_WAVE_PER_SM})", "missed",
+                        rule="native", emitter=emitter)
+            return False
         if emitter not in TRITON_WINS:
             self.remark(fusion, f"{fusion.name} stays on the native {emitter} emitter (the model "
                                 f"expects it to beat the block-level emitter)", "missed",
