@@ -201,10 +201,12 @@ class PassProgress(Listener):
     that appears once a run has taken ``delay`` seconds, only when stderr
     is a terminal; it disappears when the run ends."""
 
-    def __init__(self, total: int = 0, title: str = "", delay: float = 2.0):
+    def __init__(self, total: int = 0, title: str = "", delay: float | None = None):
+        import os
         self.total = max(1, total)
         self.title = title
-        self.delay = delay
+        # HLORUN_PROGRESS_DELAY: seconds before the bar appears (tests use 0)
+        self.delay = delay if delay is not None else float(os.environ.get("HLORUN_PROGRESS_DELAY", 2.0))
         self.enabled = report.console().is_terminal
         self.t0 = time.monotonic()
         self.done = 0
@@ -254,7 +256,7 @@ class Stepper:
     """The same bar for loops outside a pipeline (check on many files,
     explore's reruns): ``with Stepper(n, "check") as s: ... s.step(label)``."""
 
-    def __init__(self, total: int, title: str, delay: float = 2.0):
+    def __init__(self, total: int, title: str, delay: float | None = None):
         self.p = PassProgress(total, title, delay)
 
     def __enter__(self) -> "Stepper":

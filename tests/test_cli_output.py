@@ -25,7 +25,8 @@ S0_CONSUMER = TESTDATA / "s0" / "jit_dot_general_consumer.hlo"
 def _in_a_terminal(argv, columns=100, timeout=300) -> str:
     """Run hlorun with stdout and stderr on a pseudo-terminal; all it printed."""
     master, slave = os.openpty()
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS=str(columns), LINES="50", TERM="xterm")
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS=str(columns), LINES="50", TERM="xterm",
+               HLORUN_PROGRESS_DELAY="0")
     p = subprocess.Popen([sys.executable, "-m", "hlorun", *map(str, argv)], cwd=REPO, env=env,
                          stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
     os.close(slave)
@@ -67,6 +68,7 @@ def test_default_compile_of_a_4_layer_transformer_fits_in_400_lines(transformer_
     assert any(re.match(r"(ok|VIOLATION|PASS FAILURE): \d+ passes run", ln) for ln in lines[-2:])
     assert "--full-tables lists all" in out
     assert re.search(r"gemm_fusion_dot\.\d+", out)
+    assert re.search(r"gpu-cuda\s+\S*━\S*\s+\d+/\d+", out), "no progress bar on the terminal"
 
 
 def test_full_tables_and_no_table(tmp_path):
@@ -80,7 +82,8 @@ def test_full_tables_and_no_table(tmp_path):
     gemms = int(re.search(r"autotuner on \S+: (\d+) GEMM", r.stderr).group(1))
     assert len(re.findall(r"^gemm_fusion_[\w.]*\s", r.stderr, re.M)) == gemms
     r = CliRunner().invoke(cli, ["compile", str(MODEL), "--diff", "none", "-o", str(out),
-                                 "--no-table"])
+                                 "--no-table"], env={"HLORUN_PROGRESS_DELAY": "0"})
+    assert "━" not in r.stderr  # no progress bar when stderr is not a terminal
     assert "pipeline/pass" not in r.stderr and "cands = considered" not in r.stderr
     assert "autotuner on H100" in r.stderr  # the one-line summary stays
 

@@ -116,7 +116,10 @@ def choices(record: dict[str, Any], all_configs: bool) -> list[tuple[str, str, f
 
 
 def explore(module_text: str, filename: str, spec: PipelineSpec, *, max_runs: int = 64,
-            all_configs: bool = False, disable: tuple = (), verify_each: bool = True) -> Exploration:
+            all_configs: bool = False, disable: tuple = (), verify_each: bool = True,
+            progress=None) -> Exploration:
+    """``progress(total, label)``, if given, is called before each rerun
+    (a progress bar)."""
     from ..parser import parse_module
     spec = _with_autotune(spec, mode="model", force_backend="", cache="", xla_results="")
     opts = RunOptions(verify_each=verify_each, disable=list(disable), keep_going=False)
@@ -142,12 +145,16 @@ def explore(module_text: str, filename: str, spec: PipelineSpec, *, max_runs: in
         ex.notes.append("the autotuner found no GEMM")
         return ex
     runs = 0
-    for rec in records:
-        for force, label, est, is_model in choices(rec, all_configs):
+    plan = [(rec, list(choices(rec, all_configs))) for rec in records]
+    total = min(max_runs, sum(len(c) for _, c in plan))
+    for rec, recs_choices in plan:
+        for force, label, est, is_model in recs_choices:
             if runs >= max_runs:
                 ex.skipped += 1
                 continue
             runs += 1
+            if progress is not None:
+                progress(total, f"{rec['instruction']}={label}")
             f = Fork(rec["instruction"], force, label, est, is_model)
             m: Module = parse_module(snapshot, filename)
             res = run_pipeline(m, _with_autotune(tail, force_backend=f"{rec['instruction']}={force}"), opts)

@@ -82,7 +82,8 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     parse_seconds = None
     if file == "-":
         t = time.perf_counter()
-        source = api.load(sys.stdin.read(), name="<stdin>")
+        from ..fileio import read_text  # gzip/xz on stdin too
+        source = api.load(read_text("-"), name="<stdin>")
         parse_seconds = time.perf_counter() - t
     import shlex
     diffs = DiffCollector()  # shown after the summary (text) or put in the JSON report

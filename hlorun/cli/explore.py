@@ -49,8 +49,14 @@ def explore(file, pipeline_name, max_runs, all_configs, disable_passes, fmt, tra
         spec = replace(spec, sections=dict(spec.sections, autotune=dict(spec.section("autotune") or {},
                                                                         device=device)))
     text = sys.stdin.read() if file == "-" else read_text(file)
-    ex = run_explore(text, "<stdin>" if file == "-" else file, spec, max_runs=max_runs,
-                     all_configs=all_configs, disable=options.selection.disable_passes)
+    from ..textout import Stepper
+    with Stepper(0, "explore") as bar:
+        def progress(total: int, label: str) -> None:
+            bar.p.total = max(1, total)
+            bar.step(label)
+        ex = run_explore(text, "<stdin>" if file == "-" else file, spec, max_runs=max_runs,
+                         all_configs=all_configs, disable=options.selection.disable_passes,
+                         progress=progress)
     if fmt == "json":
         report.write_stdout(json.dumps(ex.to_json(), indent=2) + "\n")
     else:

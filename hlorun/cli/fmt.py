@@ -107,11 +107,14 @@ def check(files, split_input_file, fmt_, jobs):
     import json
 
     from .. import report
+    from ..textout import Stepper
     results = []
+    bar = Stepper(len(files), "check")
     for r in (_check_parallel(files, split_input_file, jobs) if jobs > 1
               else _check_sequential(files, split_input_file)):
         rendered = r.pop("rendered", [])
         results.append(r)
+        bar.step(str(r.get("input", "")))
         if fmt_ != "text":
             continue
         if not r["parsed"] or r.get("failed"):
@@ -123,6 +126,7 @@ def check(files, split_input_file, fmt_, jobs):
                       + (f", {len(diags)} findings" if diags else ""))
         for d in rendered:
             report.error(d)
+    bar.__exit__(None, None, None)
     parse_failures = sum(1 for r in results if not r["parsed"])
     findings = sum(len(r["diagnostics"]) + (1 if r.get("failed") else 0) for r in results)
     if fmt_ == "json":
