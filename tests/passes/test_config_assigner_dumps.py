@@ -1,0 +1,53 @@
+"""config-assigner against XLA's measured emitter choices: every fusion of
+XLA's after_optimizations modules (../shared/xla-dumps, testdata/xla-dumps)
+that may be a block-level Triton fusion is put back to a plain fusion and
+decided again; hlorun must make XLA's choice for most of them (XLA measures
+both emitters on the GPU, hlorun models the outcome)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _candidates():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import kernel_lists
+
+    import hlorun
+    from hlorun.kernels import kernel_list
+    for d in kernel_lists.all_dumps():
+        after = kernel_lists.dump_files(d)[1]
+        for k in kernel_list(hlorun.load_module(after)):
+            i = k.instruction
+            # fusions priority fusion / softmax-rewriter-triton made Triton are not this pass's
+            if i.opcode != "fusion" or i.name.startswith(("fusion", "triton_softmax")):
+                continue
+            if k.kind.startswith("kCustom") and k.kind != "kCustom:__triton":
+                continue
+            yield d.name, i, k.kind == "kCustom:__triton"
+
+
+def test_config_assigner_agrees_with_xla_measurements():
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, block_level_candidate
+    agree = total = 0
+    for _, fusion, xla_triton in _candidates():
+        fusion.attrs["kind"] = "kLoop"
+        fusion.attrs.pop("backend_config", None)
+        if block_level_candidate(fusion) is not None:
+            continue
+        ours = ConfigAssigner(target=Target(device="H200"))._assign(fusion)
+        total += 1
+        agree += ours == xla_triton
+        if ours:
+            assert '"kind":"__triton"' in fusion.attrs["backend_config"]
+            assert fusion.fusion_kind == "kCustom"
+    if total == 0:
+        pytest.skip("no XLA dumps")
+    assert total >= 200
+    assert agree / total >= 0.85, f"{agree}/{total}"
