@@ -271,10 +271,13 @@ class Autotuner(Pass):
             cands = self.candidates(g, p, d, None)
         key = gemm_key(g, d.name)
         dec = None
+        xla_note = None
         if force is None:
             dec = self._replay(g, p, d, cands, cache.get(key), "cache")
             if dec is None and xres is not None and g.name in xres.matched:
                 dec = self._replay_xla(g, p, d, cands, xres.matched[g.name])
+                if dec is None:
+                    xla_note = self._xla_not_replayed(g, d, xres.matched[g.name])
         if dec is None:
             dec = decide(g.name, cands, mode=self.mode, seed=self.seed, contention=self.contention,
                          sampling=self.sampling, flip_seeds=self.flip_seeds,
@@ -282,6 +285,8 @@ class Autotuner(Pass):
             if force is not None:
                 dec.source = "forced"
                 dec.notes.append(f"--force-backend {force.text}")
+            if xla_note:
+                dec.notes.append(xla_note)
         if dec.winner is None:
             reasons = []
             for c in [c for c in cands if c.reasons][:4]:
@@ -332,7 +337,7 @@ class Autotuner(Pass):
                 hit = c
             elif choice.config is None and c.algorithm is not None and c.algorithm.index == (choice.algorithm or 0):
                 hit = c
-        if hit is None and choice.config is not None:
+        if hit is None and choice.config is not None and not is_blas_call(g):
             hit = triton_candidate(choice.config, p, d)
             cands.append(hit)
         if hit is None or not hit.feasible:
@@ -355,6 +360,23 @@ class Autotuner(Pass):
         if dec is not None:
             dec.notes.append(f"XLA chose {cfg.xla_backend} {cfg.label} (device {entry.device})")
         return dec
+
+    def _xla_not_replayed(self, g: Instruction, d: DeviceSpec, entry) -> str:
+        """Why XLA's entry for ``g`` was not replayed (said in the decision's
+        notes, so the report never shows a backend the module does not
+        carry).  An existing library call cannot become a Triton fusion:
+        XLA's Triton choice means XLA's GemmFusion took a GEMM that this
+        pipeline handed to the BLAS rewriter first (scenario S3)."""
+        cfg = entry.config
+        if is_blas_call(g) and cfg.backend != self.call_library(g, d):
+            note = (f"XLA chose {cfg.xla_backend} {cfg.label}, but {g.name} is already a "
+                    f"{B.LIBRARIES[self.call_library(g, d)].label} call ({g.custom_call_target}) "
+                    "here: the GEMM rewriter took it before GEMM fusion, so only its "
+                    "library's algorithms are autotuned")
+        else:
+            note = f"XLA chose {cfg.xla_backend} {cfg.label}, which is not usable here on {d.name}"
+        self.remark(g, note, kind="missed")
+        return note
 
     def summary(self, dec: Decision, d: DeviceSpec) -> str:
         p = dec.problem
