@@ -219,7 +219,7 @@ class CompileOptions:
         for k, v in kwargs.items():
             if k == "seed":  # one seed: random inputs and noisy measurements
                 groups.setdefault("numerics", {})["seed"] = v
-                groups.setdefault("autotune", {})["seed"] = v
+                groups.setdefault("autotune", {})["seed"] = v or None  # 0: the model's default
                 continue
             if k in XLA_FLAG_FIELDS:
                 xla.append((*XLA_FLAG_FIELDS[k], v))
