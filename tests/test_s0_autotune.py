@@ -35,7 +35,9 @@ def test_model_choice_keeps_triton_and_compiles():
     assert code == 0
     (rec,) = doc["autotune"]
     assert rec["winner"]["backend"] == "triton" and rec["runner_up"]["backend"] == "hipblaslt"
-    assert rec["device"] == "MI300X" and rec["source"] == "model" and rec["margin"] > 0
+    # a near-tie (why it flips under contention): Triton wins by the model or
+    # by XLA's rule (no scratch memory, within 2 us of the fastest)
+    assert rec["device"] == "MI300X" and rec["source"] == "model" and abs(rec["margin"]) < 0.5
 
 
 def test_forced_blas_reproduces_the_violation_at_the_autotuner_site():

@@ -65,6 +65,10 @@ class CostParams:
     chain_ns: float = 10.0            # one dependent MMA on the accumulator (32 B of K)
     iter_ns: float = 20.0             # per K step: address math, barriers, loop
     soft_p: float = 4.0               # soft maximum (sum of p-th powers) of overlapping terms
+    #: per K step, per backend kind: an operand that is not K-major for a
+    #: type whose MMA needs it (8-bit, TF32), and rows not 16-byte aligned
+    transpose: dict = field(default_factory=lambda: {"triton": 1.3, "blas": 1.3})
+    unaligned: dict = field(default_factory=lambda: {"triton": 1.5, "blas": 1.5})
     #: efficiency per backend kind and class (x the device's peak)
     eff: dict = field(default_factory=lambda: {
         ("triton", "f16"): 0.75, ("triton", "tf32"): 0.5, ("triton", "f32"): 0.5,
@@ -91,6 +95,7 @@ class CostParams:
         d = asdict(self)
         d["eff"] = {f"{k}:{c}": v for (k, c), v in self.eff.items()}
         d["tile_factors"] = dict(sorted(self.tile_factors.items()))
+        d["transpose"], d["unaligned"] = dict(self.transpose), dict(self.unaligned)
         return d
 
     @classmethod
@@ -102,7 +107,8 @@ class CostParams:
 
 
 def tile_keys(bm: int, bn: int, bk: int, stages: int, warps: int, tma: bool) -> tuple[str, ...]:
-    return (f"bm:{bm}", f"bn:{bn}", f"bk:{bk}", f"st:{stages}", f"w:{warps}", f"tma:{int(bool(tma))}")
+    return (f"bm:{bm}", f"bn:{bn}", f"bk:{bk}", f"st:{stages}", f"w:{warps}", f"tma:{int(bool(tma))}",
+            f"cfg:{bm}x{bn}x{bk}/s{stages}/w{warps}{'/tma' if tma else ''}")
 
 
 PARAMS = CostParams()
@@ -204,6 +210,8 @@ class Geometry:
     dram_bytes: Any
     l2_bytes: Any
     blas: Any             # 1 for a BLAS kernel
+    transposed: Any       # 1: an operand is not K-major and the MMA needs it
+    unaligned: Any        # 1: some row is not a multiple of 16 bytes
     unfused_kernels: Any  # separate prologue/epilogue kernels (BLAS)
     unfused_bytes: Any
 
@@ -234,7 +242,9 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         peak_core=d.peak(p.compute_type) / d.core_count, clock_hz=d.clock_ghz * 1e9,
         hbm=d.hbm_bandwidth, dram_bytes=float(p.input_bytes + p.output_bytes + partial),
         l2_bytes=float(a_bytes * _ceil_div(p.n, bn) + b_bytes * _ceil_div(p.m, bm)),
-        blas=int(kind == "blas"), unfused_kernels=n_unf, unfused_bytes=float(unf_bytes))
+        blas=int(kind == "blas"), unfused_kernels=n_unf, unfused_bytes=float(unf_bytes),
+        transposed=int(eff_class(p) in ("fp8", "int8", "tf32") and not (p.lhs_k_major and p.rhs_k_major)),
+        unaligned=int(any(x * op_bytes % 16 for x in (p.m, p.n, p.k))))
 
 
 def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
@@ -252,7 +262,9 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
     feed = P.feed_bytes_per_clk * g.clock_hz * sel(g.tma, P.tma_feed, 1.0)
     t_feed = g.share * g.bytes_iter / feed
     t_lat = P.latency_us * 1e-6 / g.stages
-    step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf
+    layout = sel(g.transposed, sel(g.blas, P.transpose["blas"], P.transpose["triton"]), 1.0) \
+        * sel(g.unaligned, sel(g.blas, P.unaligned["blas"], P.unaligned["triton"]), 1.0)
+    step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout
     cta = g.iters * step + P.cta_us * 1e-6 + P.latency_us * 1e-6
     body = g.waves * cta
     t_dram = g.dram_bytes / g.hbm

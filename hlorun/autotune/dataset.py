@@ -36,6 +36,7 @@ GEMM_FIELDS = ["gemm", "module", "instruction", "category", "dtype", "epilogue",
                "batch", "m", "n", "k", "lhs_type", "rhs_type", "dot_type", "out_type",
                "input_bytes", "output_bytes", "prologue_ops", "epilogue_ops", "epilogue_operands",
                "lhs_expensive", "rhs_expensive", "precision", "algorithm", "output_canonical",
+               "lhs_k_major", "rhs_k_major",
                "xla_backend", "xla_config", "split"]
 CAND_FIELDS = ["gemm", "backend", "block_m", "block_n", "block_k", "split_k", "stages", "warps",
                "ctas", "tma", "algorithm", "ns", "ns_repeat", "scratch_bytes"]
@@ -102,7 +103,8 @@ def problem_row(p: GemmProblem) -> dict[str, Any]:
             "epilogue_operands": _epilogue_text(p.epilogue_operands),
             "lhs_expensive": int(p.lhs_expensive), "rhs_expensive": int(p.rhs_expensive),
             "precision": p.precision, "algorithm": p.algorithm,
-            "output_canonical": int(p.output_canonical)}
+            "output_canonical": int(p.output_canonical),
+            "lhs_k_major": int(p.lhs_k_major), "rhs_k_major": int(p.rhs_k_major)}
 
 
 def problem_from_row(r: dict[str, str]) -> GemmProblem:
@@ -114,7 +116,8 @@ def problem_from_row(r: dict[str, str]) -> GemmProblem:
         prologue_ops=int(r["prologue_ops"]), epilogue_ops=int(r["epilogue_ops"]),
         epilogue_operands=_epilogue_parse(r["epilogue_operands"]),
         output_canonical=r["output_canonical"] == "1", precision=r["precision"],
-        algorithm=r["algorithm"], source="fusion")
+        algorithm=r["algorithm"], source="fusion",
+        lhs_k_major=r.get("lhs_k_major", "1") == "1", rhs_k_major=r.get("rhs_k_major", "1") == "1")
 
 
 def candidate_row(gemm: str, c: MeasuredCandidate) -> dict[str, Any]:

@@ -104,7 +104,11 @@ def choices(record: dict[str, Any], all_configs: bool) -> list[tuple[str, str, f
         for c in feasible:
             if c["backend"] not in best or c["estimate"]["ns"] < best[c["backend"]]["estimate"]["ns"]:
                 best[c["backend"]] = c
-        pick = sorted(best.values(), key=lambda c: c["estimate"]["ns"])
+        # the model's choice first (XLA's rule may prefer it within the
+        # scratch window though another backend is a little faster)
+        pick = sorted(best.values(), key=lambda c: (c["label"] != winner.get("label")
+                                                    and not (c["backend"] == winner.get("backend")),
+                                                    c["estimate"]["ns"]))
     for c in pick:
         if c.get("config"):
             cfg = c["label"].split(" ", 1)[1]

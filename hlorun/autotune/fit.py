@@ -37,9 +37,10 @@ BOUNDS = {"launch_us": (0.5, 10), "blas_launch_us": (0.5, 12), "cta_us": (0.01, 
           "iter_ns": (0.5, 500), "soft_p": (1.0, 12.0)}
 EFF_BOUNDS = (0.01, 1.0)
 TILE_BOUNDS = (0.2, 5.0)
+LAYOUT_BOUNDS = (0.5, 20.0)
 MIN_KEY_COUNT = 20     # tile features seen fewer times keep factor 1
 RIDGE = 2.0            # pull on log(tile factor) towards 0
-W_BLAS, W_MARGIN, W_SHAPE = 1.5, 3.0, 1.0
+W_BLAS, W_MARGIN, W_SHAPE = 1.5, 3.0, 4.0
 KINDS = ("triton", "blas")
 
 
@@ -146,6 +147,7 @@ class Problemset:
 
 def _vector(P: CostParams, keys: Sequence[str]) -> np.ndarray:
     x = [getattr(P, n) for n in SCALARS] + [P.base_eff(k, c) for k in KINDS for c in CLASSES]
+    x += [P.transpose[k] for k in KINDS] + [P.unaligned[k] for k in KINDS]
     x += [P.tile_factors.get(k, 1.0) for k in keys]
     return np.log(np.array(x, dtype=float))
 
@@ -159,8 +161,12 @@ def _params(x: np.ndarray, base: CostParams, source: str, keys: Sequence[str]) -
         for c in CLASSES:
             eff[(k, c)] = float(v[i])
             i += 1
+    tr = {k: float(v[i + j]) for j, k in enumerate(KINDS)}
+    i += len(KINDS)
+    un = {k: float(v[i + j]) for j, k in enumerate(KINDS)}
+    i += len(KINDS)
     tf = {k: float(v[i + j]) for j, k in enumerate(keys)}
-    return replace(base, **kw, eff=eff, tile_factors=tf, source=source)
+    return replace(base, **kw, eff=eff, transpose=tr, unaligned=un, tile_factors=tf, source=source)
 
 
 def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = PARAMS,
@@ -170,9 +176,9 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
     present = {eff_class(g.problem) for g in ps.gemms}
     nk = len(ps.keys)
     lo = [math.log(BOUNDS[n][0]) for n in SCALARS] + [math.log(EFF_BOUNDS[0])] * (2 * len(CLASSES)) \
-        + [math.log(TILE_BOUNDS[0])] * nk
+        + [math.log(LAYOUT_BOUNDS[0])] * 4 + [math.log(TILE_BOUNDS[0])] * nk
     hi = [math.log(BOUNDS[n][1]) for n in SCALARS] + [math.log(EFF_BOUNDS[1])] * (2 * len(CLASSES)) \
-        + [math.log(TILE_BOUNDS[1])] * nk
+        + [math.log(LAYOUT_BOUNDS[1])] * 4 + [math.log(TILE_BOUNDS[1])] * nk
     x0 = np.clip(_vector(start, ps.keys), np.array(lo) + 1e-9, np.array(hi) - 1e-9)
     # classes without data keep their start value
     frozen = [len(SCALARS) + ki * len(CLASSES) + ci for ki in range(2) for ci, c in enumerate(CLASSES)

@@ -68,6 +68,10 @@ class GemmProblem:
     precision: str = "DEFAULT"
     algorithm: str = "ALG_UNSET"
     source: str = "fusion"     # fusion | custom-call | dot
+    #: the contracting dimension is the most minor one (what 8-bit and TF32
+    #: warp-group MMA and IMMA need without a transpose)
+    lhs_k_major: bool = True
+    rhs_k_major: bool = True
 
     # -- derived ---------------------------------------------------------------
     @property
@@ -200,6 +204,13 @@ def _bfs_any(start: Instruction, pred, through_users: bool = False) -> bool:
     return False
 
 
+def _k_major(shape: Shape, contracting) -> bool:
+    if not shape.is_array or shape.layout is None or not contracting:
+        return True
+    mtm = [d for d in shape.layout.minor_to_major if shape.dimensions[d] != 1]
+    return not mtm or mtm[0] in set(contracting)
+
+
 def _effective_parameter(i: Instruction) -> Instruction | None:
     while i.opcode in ("bitcast", "get-tuple-element", "reshape", "transpose", "copy"):
         i = i.operands[0]
@@ -293,7 +304,9 @@ def _fusion_problem(fusion: Instruction, dot: Instruction) -> GemmProblem:
         has_concatenate=_bfs_any(dot, lambda i: i.opcode == "concatenate"),
         prologue_ops=prologue, epilogue_ops=epilogue_ops, epilogue_operands=epilogue_operands,
         output_canonical=is_canonical_layout(fusion.shape) if fusion.shape.is_array else True,
-        output_shape=fusion.shape, precision=precision, algorithm=alg, source="fusion")
+        output_shape=fusion.shape, precision=precision, algorithm=alg, source="fusion",
+        lhs_k_major=_k_major(dot.operands[0].shape, dot.int_list("lhs_contracting_dims")),
+        rhs_k_major=_k_major(dot.operands[1].shape, dot.int_list("rhs_contracting_dims")))
 
 
 def _blas_problem(call: Instruction) -> GemmProblem:
