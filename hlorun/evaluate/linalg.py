@@ -53,11 +53,35 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, lb, lc, rb, rc) -> np.ndarray:
     K = int(np.prod(kshape, dtype=np.int64))
     # Transposes stay views and conversions keep the memory order (order="K"),
     # so BLAS reads a transposed operand in place instead of a copy.
-    a = np.transpose(lhs, lb + lf + lc).astype(acc, order="K", copy=False).reshape(B, M, K)
-    b = np.transpose(rhs, rb + rc + rf).astype(acc, order="K", copy=False).reshape(B, K, N)
+    a = _blas_ready(np.transpose(lhs, lb + lf + lc).astype(acc, order="K", copy=False)
+                    .reshape(B, M, K))
+    b = _blas_ready(np.transpose(rhs, rb + rc + rf).astype(acc, order="K", copy=False)
+                    .reshape(B, K, N))
     with np.errstate(all="ignore"):
-        out = np.matmul(a, b)
+        if B == 1:  # one GEMM: BLAS takes a transposed matrix as a flag, no copy
+            out = np.matmul(a[0], b[0])
+        else:
+            out = np.matmul(a, b)
     return out.reshape(bshape + mshape + nshape)
+
+
+def _blas_ready(x: np.ndarray) -> np.ndarray:
+    """``x`` (batch, rows, cols) laid out so that numpy's matmul hands each
+    matrix to BLAS.  One matrix (batch 1) may be row- or column-major (BLAS
+    takes the transpose as a flag); a batch must be row-major matrices:
+    numpy's batched loop runs other strides (a transposed or sliced view)
+    without BLAS, up to 250x slower (a [16,128,64] column-major batch:
+    0.1 s instead of 0.4 ms), so those are copied once."""
+    if x.dtype.kind not in "fc":
+        return x
+    item = x.itemsize
+    s0, s1, s2 = x.strides
+    rows, cols = x.shape[1], x.shape[2]
+    row_major = (s2 == item or cols == 1) and (s1 == cols * item or rows == 1)
+    col_major = (s1 == item or rows == 1) and (s2 == rows * item or cols == 1)
+    if row_major or (col_major and x.shape[0] == 1):
+        return x
+    return np.ascontiguousarray(x)
 
 
 @handler("dot")
