@@ -80,7 +80,7 @@ def render_autotune(records: list[dict[str, Any]], explain: str | None, full: bo
     """A one-line summary of the winners, then (unless ``--no-table``) the
     GEMMs whose decision was closest (smallest margin) or forced/flipping,
     ``limit`` rows unless ``full``."""
-    from .autotune.view import COLUMNS, explain_lines, rows
+    from .autotune.view import COLUMNS, explain_lines, force_lines, rows
     if not records:
         return
     wins = Counter((r.get("winner") or {}).get("backend", "NONE") for r in records)
@@ -88,6 +88,8 @@ def render_autotune(records: list[dict[str, Any]], explain: str | None, full: bo
     report.info(f"autotuner on {records[0].get('device', '?')}: {len(records)} GEMM(s); winners "
                 + ", ".join(f"{b} {n}" for b, n in wins.most_common())
                 + "; decided by " + ", ".join(f"{s} {n}" for s, n in srcs.most_common()))
+    for line in force_lines(records):  # a forced backend that could not run a GEMM
+        report.warn(line)
     if show_table:
         shown = records
         note = None

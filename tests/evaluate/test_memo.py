@@ -10,7 +10,7 @@ from hlorun.evaluate import Evaluator, random_inputs
 from hlorun.evaluate.memo import MemoEvaluator
 from hlorun.parser import load_module
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_spec import load_pipeline
+from hlorun.pipeline_loader import load_pipeline
 
 from ..conftest import TESTDATA
 
