@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -39,9 +40,17 @@ def _run(argv, cwd, env):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+    """Built from a clean copy of the sources: setuptools packs whatever a
+    checkout's build/lib holds, including modules deleted since."""
+    import shutil
+    src = tmp_path_factory.mktemp("src")
+    shutil.copytree(REPO / "hlorun", src / "hlorun",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
     out = tmp_path_factory.mktemp("wheel")
     r = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-              "-q", "-w", str(out), str(REPO)], cwd=out, env=dict(os.environ))
+              "-q", "-w", str(out), str(src)], cwd=out, env=dict(os.environ))
     assert r.returncode == 0, r.stdout + r.stderr
     (whl,) = out.glob("hlorun-*.whl")
     return whl
@@ -92,7 +101,35 @@ def test_zipped_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
     assert {"hlorun/grammars/hlo.lark", "hlorun/pipelines/gpu-cuda.yaml"} <= names
+    sources = {str(p.relative_to(REPO)) for p in (REPO / "hlorun").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert sources == {n for n in names if n.endswith(".py")}, "the wheel's modules differ from the checkout's"
     hlo = tmp_path / "model.hlo"
     hlo.write_text(S0.read_text())
     env = _clean_env(PYTHONPATH=str(wheel), XDG_CACHE_HOME=str(tmp_path / "cache"))
     _smoke([sys.executable, "-m", "hlorun"], env, tmp_path, hlo)
+
+
+def test_editable_install_runs_from_outside_the_checkout(tmp_path):
+    """pip install -e (PEP 660) into a fresh environment: resources are
+    found through the editable finder, not the working directory."""
+    venv = tmp_path / "venv"
+    r = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path, _clean_env())
+    assert r.returncode == 0, r.stderr
+    py = venv / "bin" / "python"
+    purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                   tmp_path, _clean_env()).stdout.strip()
+    deps = _run([sys.executable, "-c", "import click, os; print(os.path.dirname(os.path.dirname("
+                 "click.__file__)))"], tmp_path, _clean_env()).stdout.strip()
+    (Path(purelib) / "deps.pth").write_text(deps + "\n")  # click, lark, ... from this environment
+    r = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
+              "--no-build-isolation", "-e", str(REPO)], tmp_path, _clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    work = tmp_path / "empty"
+    work.mkdir()
+    hlo = work / "model.hlo"
+    hlo.write_text(S0.read_text())
+    env = _clean_env()
+    r = _run([str(py), "-c", "import hlorun; print(hlorun.__file__)"], work, env)
+    assert r.stdout.startswith(str(REPO)), r.stdout + r.stderr
+    _smoke([str(venv / "bin" / "hlorun")], env, work, hlo)
