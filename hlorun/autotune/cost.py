@@ -160,7 +160,23 @@ class Estimate:
 
     def to_json(self) -> dict[str, Any]:
         return {"ns": round(self.ns, 1), "waves": self.waves, "occupancy": self.occupancy,
-                "bound": self.bound, "parts_us": {k: round(v, 3) for k, v in self.parts.items()}}
+                "bound": self.bound, "parts_us": {k: round(v, 3) for k, v in self.parts.items()},
+                "why": self.why()}
+
+    def why(self) -> str:
+        """One line: what bounds the estimate, and the terms behind it."""
+        p = self.parts
+        terms_us = [(k, p[k]) for k in ("mma", "feed", "latency", "k_loop") if p.get(k, 0) > 0]
+        terms_us.sort(key=lambda kv: -kv[1])
+        s = (f"{self.bound}-bound: {self.waves} wave(s) x {int(p.get('k_iters', 0))} K steps "
+             f"({self.occupancy} CTA(s)/core); " + ", ".join(f"{k} {v:.1f}" for k, v in terms_us[:3])
+             + f", DRAM {p.get('dram', 0):.1f}, launch {p.get('launch', 0):.1f}")
+        if p.get("unfused_kernels"):
+            s += f", unfused epilogue {p['unfused_kernels']:.1f}"
+        s += " us"
+        if abs(p.get("tile_factor", 1.0) - 1.0) > 0.05:
+            s += f"; measured tile factor x{p['tile_factor']:.2f}"
+        return s
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -79,3 +79,19 @@ def test_measured_noise_grows_as_kernels_shrink():
         sig = [r["sigma"] for r in rows]
         assert sig[0] > sig[2] > sig[3]
     assert measured_sigma(5e3, "H100") > measured_sigma(500e3, "H100") > 0
+
+
+def test_explain_says_what_bounds_the_winner():
+    from hlorun.parser import load_module
+    from hlorun.passes import pass_class
+    from hlorun.passes.base import Target
+    from ..conftest import TESTDATA
+    m = load_module(TESTDATA / "s0" / "autotuner_input.hlo")
+    p = pass_class("autotuner")(target=Target(), device="H200")
+    p.run(m)
+    d = p.decisions[0]
+    why = d.winner.estimate.why()
+    assert d.winner.estimate.bound in ("mma", "feed", "latency", "dram") and why.startswith(d.winner.estimate.bound)
+    assert "K steps" in why and "launch" in why
+    text = " ".join(r.message for r in p.remarks)
+    assert "cost constants: fitted on" in text and "-bound:" in text

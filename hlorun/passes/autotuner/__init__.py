@@ -384,6 +384,8 @@ class Autotuner(Pass):
         s = f"[{p.shape_text} {p.types_text}] on {d.name}: {w.label} ({w.ns / 1e3:.2f} us, {dec.source})"
         if dec.runner_up is not None:
             s += f" over {dec.runner_up.label} ({dec.runner_up.ns / 1e3:.2f} us, margin {dec.margin:+.1%})"
+            if dec.margin is not None and dec.margin < 0 and w.scratch_bytes < dec.runner_up.scratch_bytes:
+                s += " (XLA's rule: within 2 us of the fastest, needs no scratch memory)"
         if dec.flip_rate is not None:
             s += f"; flips in {dec.flip_rate:.0%} of {dec.flip_seeds} seeds"
         rc = dec.rejection_cost()
@@ -391,6 +393,9 @@ class Autotuner(Pass):
             s += (f"; rejected {rc['label']} would have been {rc['slowdown']:.0%} faster "
                   f"({rc['reasons'][0].split(' [')[0]})")
         s += f"; {len(dec.feasible)} feasible, {len(dec.rejected)} rejected of {len(dec.candidates)}"
+        if w.estimate is not None:
+            from ...autotune.cost import params_for
+            s += f"; winner {w.estimate.why()} [cost constants: {params_for(d).source}]"
         return s
 
     def apply(self, g: Instruction, w: Candidate, d: DeviceSpec) -> bool:
