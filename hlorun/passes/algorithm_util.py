@@ -127,3 +127,38 @@ def operand_type_allowed(algorithm: str, t: str) -> bool:
 def accumulator_type(algorithm: str) -> str:
     """``GetDotAccumulatorType``."""
     return ALGORITHMS[algorithm][1]
+
+
+#: ``IsSupportedDotAlgorithm`` (xla/backends/gpu/codegen/triton/support.cc):
+#: what Triton's dot emitter implements.  ANY_F8 and BF16_BF16_BF16 are not
+#: (XLA hands those GEMMs to cuBLAS-LT: the fp8 dots of the dot_algorithms dump).
+TRITON_ALGORITHMS = frozenset({
+    "dot_f16_f16_f16", "dot_f32_f32_f32", "dot_f64_f64_f64", "dot_f16_f16_f32",
+    "dot_bf16_bf16_f32", "dot_bf16_bf16_f32_x3", "dot_bf16_bf16_f32_x6", "dot_bf16_bf16_f32_x9",
+    "dot_tf32_tf32_f32", "dot_tf32_tf32_f32_x3",
+})
+
+
+def triton_algorithm_reason(algorithm: str, lhs: str, rhs: str, out: str, target) -> str | None:
+    """Why Triton cannot emit a dot with ``algorithm`` (None: it can):
+    ``IsSupportedDotAlgorithm`` and
+    ``AreDotAlgorithmInputAndOutputConversionsSupported`` (conversions
+    between floating-point types are taken as supported)."""
+    name = enum_name(algorithm)
+    if algorithm not in TRITON_ALGORITHMS:
+        return f"Unsupported dot algorithm: {name}"
+    allowed = allowed_operand_types(algorithm)
+    if algorithm == "dot_f64_f64_f64" and min(_bits(lhs), _bits(rhs)) < 32:
+        cc = _cuda_cc(target)
+        if cc is None or cc < (10, 0):
+            return f"Unsupported BF16 on GPUs before Blackwell for dot algorithm {name}"
+    if len(allowed) != 1:
+        if lhs == rhs and lhs in allowed:
+            return None
+        return f"Unsupported operand types for dot algorithm {name}"
+    return None
+
+
+def _bits(t: str) -> int:
+    from ..ir.shape import bit_width
+    return bit_width(t)

@@ -48,6 +48,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import ELEMENTWISE
 from ..ir.shape import reshape_is_bitcast, transpose_is_bitcast
 from . import gemm_dim_order as dim_order
+from .algorithm_util import triton_algorithm_reason
 from .base import Pass
 
 MAX_PARAMS_PER_OPERAND = 4
@@ -153,10 +154,12 @@ class GemmFusion(Pass):
         if not alg and prec and any(p.strip().lower() not in ("default", "")
                                     for p in prec.strip("{}").split(",")):
             return "non-default operand precisions with unset algorithm"
-        if alg and alg.lower().replace("alg_", "") not in (
-                "dot_tf32_tf32_f32", "dot_tf32_tf32_f32_x3", "dot_f32_f32_f32", "dot_bf16_bf16_f32",
-                "dot_bf16_bf16_f32_x3", "dot_bf16_bf16_f32_x6", "dot_bf16_bf16_f32_x9"):
-            return f"algorithm {alg} is not supported by Triton"
+        if alg:
+            # IsSupportedDotAlgorithm + AreDotAlgorithmInputAndOutputConversionsSupported
+            why = triton_algorithm_reason(alg.lower(), lhs.element_type, rhs.element_type,
+                                          dot.shape.element_type, self.target)
+            if why:
+                return why
         out = dot.shape.element_type
         if not _dot_output_type_ok(out, platform, cc):
             return f"unsupported dot output type {out}"
