@@ -72,3 +72,33 @@ def test_all_dumps_kind_for_kind():
     total = sum(len(r.theirs) for r in rows)
     matched = sum(r.matched for r in rows)
     assert matched / total >= MIN_MATCHED, f"{matched}/{total} matched kind for kind"
+
+
+def _reduces(k) -> int:
+    return sum(1 for i in k.instruction.fused_computation.instructions if i.opcode == "reduce")
+
+
+def test_softmax_and_multi_output_structure_like_xla():
+    """transformer_2l_bf16: the attention softmax forward and backward are
+    one generic Triton kernel each, holding 2 (forward) and 3-4 (backward)
+    reductions, like XLA's fusion.201/.207; the multi-output fusions are
+    XLA's in number and arity (the adam_update parameter updates: 12 kernels
+    of 3 outputs each)."""
+    rows = {r.program: r for r in _rows(("transformer_2l_bf16", "adam_update"))}
+    if "transformer_2l_bf16" in rows:
+        r = rows["transformer_2l_bf16"]
+
+        def multi(ks):
+            return sorted(_reduces(k) for k in ks if k.kind == "kCustom:__triton" and _reduces(k) >= 2)
+        ours, theirs = multi(r.ours), multi(r.theirs)
+        assert len(ours) == len(theirs) == 4
+        assert ours[:2] == theirs[:2] == [2, 2]
+
+        def mof(ks):
+            return [k for k in ks if k.instruction.opcode == "fusion" and k.instruction.shape.is_tuple]
+        assert abs(len(mof(r.ours)) - len(mof(r.theirs))) <= 1
+    if "adam_update" in rows:
+        r = rows["adam_update"]
+        arity = sorted(len(k.instruction.shape.tuple_shapes) for k in r.ours
+                       if k.instruction.opcode == "fusion" and k.instruction.shape.is_tuple)
+        assert arity.count(3) == 12
