@@ -101,6 +101,8 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
     ("fmt", "{in}", "-o", "{out}"),
     ("compile", "{in}", "--diff", "none", "-o", "{out}"),
     ("run", "{in}", "-o", "{out}"),
+    ("compile", "{in}", "--diff", "none", "--html", "{out}"),
+    ("compile", "{in}", "--diff", "none", "--bug-report", "{out}"),
 ])
 @pytest.mark.parametrize("via_link", [False, True])
 def test_no_command_overwrites_its_input(tmp_path, argv, via_link):

@@ -54,6 +54,7 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     from ..fileio import check_dump_dir, refuse_overwrite
     refuse_overwrite(output, file)
     refuse_overwrite(html, file, "--html")
+    refuse_overwrite(bug_report, file, "--bug-report")
     options, notes = options_from_params(params)
     if options.output.dump_to:
         check_dump_dir(options.output.dump_to, overwrite_dump)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.fileio import load_module
+from hlorun.parser import load_module
 from hlorun.passes.priority_fusion import PriorityFusion
 from hlorun.passes.priority_fusion.costs import exact, exact_sum
 from hlorun.pipeline import Listener, RunOptions, run_pipeline
