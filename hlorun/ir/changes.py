@@ -149,6 +149,9 @@ class ModuleTracker:
         #: _log[k] is the change from generation _base + k to _base + k + 1
         self._log: list[Changes] = []
         self._base = 0
+        #: How many steps of the change log are kept (consumers asking for
+        #: changes since an older generation get ``Changes(full=True)``).
+        self.keep = 8
         #: Consumers' incremental state (e.g. the verifier's findings),
         #: keyed by consumer; it lives as long as the tracker.
         self.cache: dict = {}
@@ -259,6 +262,12 @@ class ModuleTracker:
         if ch:
             self._log.append(ch)
             self.gen += 1
+            if len(self._log) > self.keep:
+                # Older steps hold rows of instructions long gone; a consumer
+                # that far behind gets ``full`` (correct, just not incremental).
+                drop = len(self._log) - self.keep
+                del self._log[:drop]
+                self._base += drop
 
     # -- queries ---------------------------------------------------------------------
     def changes_since(self, gen: int | None) -> Changes:
