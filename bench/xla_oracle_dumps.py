@@ -45,7 +45,7 @@ def child(name: str, dump: str) -> int:
     import xla_oracle_programs as progs
     info = {"name": name, "jax": jax.__version__, "jaxlib": __import__("jaxlib").__version__,
             "device": jax.devices()[0].device_kind, "xla_flags": os.environ.get("XLA_FLAGS", "")}
-    if name == "dot_algorithms":
+    if name.startswith("dot_algorithms"):
         ok, failed = [], {}
         for key in progs.DOT_ALGORITHMS:
             fn, args = progs._algo_dot(key)
@@ -82,6 +82,7 @@ def keep(name: str, dump: Path) -> list[Path]:
 
 def driver(out: str, names: list[str], budget_s: float) -> int:
     sys.path.insert(0, str(HERE))
+    import xla_oracle_programs as progs
     out_dir = Path(out)
     work = Path(os.environ.get("ORACLE_WORK", "/tmp/xla_oracle_work"))  # outside OUT_DIR: many files
     work.mkdir(parents=True, exist_ok=True)
@@ -97,7 +98,8 @@ def driver(out: str, names: list[str], budget_s: float) -> int:
         d = work / name
         d.mkdir(exist_ok=True)
         flags = (f"--xla_dump_to={d} --xla_dump_hlo_as_text "
-                 f"--xla_gpu_dump_autotune_results_to={d}/autotune_results.textproto")
+                 f"--xla_gpu_dump_autotune_results_to={d}/autotune_results.textproto "
+                 + progs.EXTRA_FLAGS.get(name, "")).strip()
         env = dict(os.environ, XLA_FLAGS=flags, XLA_PYTHON_CLIENT_PREALLOCATE="false")
         t0 = time.monotonic()
         try:

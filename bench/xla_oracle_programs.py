@@ -49,14 +49,17 @@ def _block(p, x, heads, prec=None):
     return x + jnp.einsum("btf,fd->btd", f, p["w2"], precision=prec)
 
 
-def transformer_train(layers, scan=False, dtype=BF16, prec=None, b=4, t=128, d=256, ff=1024, heads=4, vocab=1024):
+def transformer_train(layers, scan=False, dtype=BF16, prec=None, b=4, t=128, d=256, ff=1024, heads=4, vocab=1024,
+                      remat=False):
+    block = jax.checkpoint(_block, static_argnums=(2, 3)) if remat else _block
+
     def loss_fn(params, tokens, targets):
         x = params["embed"][tokens]
         if scan:
-            x, _ = lax.scan(lambda c, p: (_block(p, c, heads, prec), None), x, params["layers"])
+            x, _ = lax.scan(lambda c, p: (block(p, c, heads, prec), None), x, params["layers"])
         else:
             for p in params["layers"]:
-                x = _block(p, x, heads, prec)
+                x = block(p, x, heads, prec)
         x = _rmsnorm(x, params["lnf"])
         logits = jnp.einsum("btd,vd->btv", x, params["embed"], precision=prec).astype(F32)
         logp = jax.nn.log_softmax(logits, axis=-1)
@@ -271,6 +274,32 @@ def cond_while(b=64, d=256):
     return fn, (S((b, d), BF16), S((d, d), BF16), S((d, d), BF16), S((), bool), S((), jnp.int32))
 
 
+def sort_total_order(n=4096):
+    """jnp.sort / argsort / lax.top_k on f32: sort comparators in total order
+    (XLA prints ``compare(...), direction=LT, order=TOTAL``)."""
+    def fn(x, y):
+        return jnp.sort(x, axis=-1), jnp.argsort(y, axis=-1), lax.top_k(x, 8)
+    return fn, (S((8, n), F32), S((8, n), F32))
+
+
+def mlp_train_f32(b=256, sizes=(784, 1024, 1024, 512, 10)):
+    """The MLP step in f32 with default precision (TF32 GEMMs on GPU)."""
+    def loss_fn(params, x, y):
+        h = x
+        for i, (w, bias) in enumerate(params):
+            h = h @ w + bias
+            if i < len(params) - 1:
+                h = jax.nn.relu(h)
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(h) * y, axis=-1))
+
+    def step(params, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(params, x, y)
+        return jax.tree_util.tree_map(lambda p, gp: p - 0.01 * gp, params, g), loss
+
+    params = [(S((a, c), F32), S((c,), F32)) for a, c in zip(sizes[:-1], sizes[1:])]
+    return step, (params, S((b, sizes[0]), F32), S((b, sizes[-1]), F32))
+
+
 PROGRAMS = {
     "transformer_2l_bf16": lambda: transformer_train(2),
     "transformer_4l_bf16": lambda: transformer_train(4),
@@ -288,5 +317,12 @@ PROGRAMS = {
     "moe_topk_train": moe_train,
     "adam_update": adam_update,
     "cond_while": cond_while,
+    "sort_total_order": sort_total_order,
+    "transformer_remat_2l_bf16": lambda: transformer_train(2, remat=True),
+    "transformer_12l_bf16": lambda: transformer_train(12),
+    "mlp_train_f32": mlp_train_f32,
+    "dot_algorithms_no_triton": None,  # dot_algorithms with Triton GEMMs off
 }
+#: XLA flags a program adds to the dump flags.
+EXTRA_FLAGS = {"dot_algorithms_no_triton": "--xla_gpu_enable_triton_gemm=false"}
 DONATE = {"adam_update": (0, 2, 3), "gqa_decode_loop": (2, 3)}

@@ -137,9 +137,11 @@ def make_multiply_for_algorithm(lhs: Instruction, rhs: Instruction, alg: str | N
     raise PassError(f"Unsupported dot precision algorithm: {alg}")
 
 
-__all__ = ["make_multiply_for_algorithm", "replace_nan_with_zeros", "split2_bf16", "split3_bf16"]
+__all__ = ["make_multiply_for_algorithm", "replace_nan_with_zeros", "split2_bf16", "split2_tf32",
+           "split3_bf16"]
 
 # The operand splits, for DotAlgorithmRewriter (dot_algorithm_rewriter.py).
 split2_bf16 = _split2_bf16
 split3_bf16 = _split3_bf16
+split2_tf32 = _split2_tf32
 replace_nan_with_zeros = _replace_nan_with_zeros
