@@ -162,6 +162,19 @@ def _title(header: str) -> str:
     return second.split("after", 1)[-1].strip()
 
 
+def tighten(lines: Sequence[str], context: int = 1) -> list[str]:
+    """A unified diff with at most ``context`` unchanged lines around each
+    change (hunk headers kept): more change per line of screen."""
+    keep = [False] * len(lines)
+    for i, ln in enumerate(lines):
+        if ln.startswith(("+", "-", "@@")):
+            keep[i] = True
+            if not ln.startswith("@@"):
+                for j in range(max(0, i - context), min(len(lines), i + context + 1)):
+                    keep[j] = True
+    return [ln for ln, k in zip(lines, keep) if k]
+
+
 def render_short(diffs: Sequence[tuple[str, list[str]]], hint: str = "",
                  per_pass: int = DIFF_LINES, budget: int = DIFF_BUDGET,
                  headers: int = DIFF_HEADERS) -> None:
@@ -170,6 +183,7 @@ def render_short(diffs: Sequence[tuple[str, list[str]]], hint: str = "",
     truncated = False
     report.info(f"diffs ({len(diffs)} passes, compact):")
     for i, (header, lines) in enumerate(diffs):
+        lines = tighten(lines)
         plus = sum(1 for ln in lines if ln.startswith("+"))
         minus = sum(1 for ln in lines if ln.startswith("-"))
         title = f"{_title(header)}  +{plus} -{minus}"

@@ -118,3 +118,24 @@ def test_json_is_proportionate():
     doc_size = len(r.stdout)
     assert doc_size < 600_000, doc_size  # was 5.4 MB: remarks and every candidate
     assert '"candidates": [' not in r.stdout and '"module_text"' not in r.stdout
+
+
+def test_compact_diffs_keep_one_line_of_context_and_a_budget():
+    from hlorun import textout
+    d = ["@@ -1,9 +1,9 @@ main", " a", " b", " c", "-d", "+e", " f", " g", " h"]
+    assert textout.tighten(d) == ["@@ -1,9 +1,9 @@ main", " c", "-d", "+e", " f"]
+    shown = []
+    orig = textout.report.diff_block, textout.report.info
+    textout.report.diff_block = lambda h, lines: shown.append((h, list(lines)))
+    textout.report.info = lambda m: shown.append((m, []))
+    try:
+        diffs = [(f"--- before #{i} p/x\n+++ after  #{i} p/x", ["@@ x"] + [f"+{j}" for j in range(40)])
+                 for i in range(100)]
+        textout.render_short(diffs)
+    finally:
+        textout.report.diff_block, textout.report.info = orig
+    body = sum(len(lines) + 1 for _, lines in shown)
+    assert body <= textout.DIFF_BUDGET + textout.DIFF_HEADERS + 20
+    assert shown[1][0] == "--- #0 p/x  +40 -0" and shown[1][1][-1] == "... 31 more diff lines"
+    assert any(h.startswith("... ") and "more changed passes" in h for h, _ in shown)
+    assert shown[-1][0].startswith("full diffs: --diff changed")
