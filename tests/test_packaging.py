@@ -94,6 +94,15 @@ def test_installed_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
     script = site / "bin" / "hlorun"
     assert script.exists(), "the wheel declares the hlorun console script"
     _smoke([str(script)], env, work, hlo)
+    # the README's first line, after `pip install .`: the installed console
+    # script (its own directory first on sys.path, not the checkout) in the
+    # checkout root, where the example lives
+    import shlex
+    first = (REPO / "README.md").read_text().split("```sh\n", 1)[1].splitlines()[0]
+    job = shlex.split(first.split(" && ", 1)[1])
+    assert job[0] == "hlorun"
+    r = _run([str(script)] + job[1:], REPO, env)
+    assert r.returncode == 0 and r.stdout.startswith("HloModule "), r.stderr
 
 
 def test_zipped_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
