@@ -67,3 +67,12 @@ def test_replay_module_filter_and_errors(tmp_path):
     assert r.exit_code == 1 and "no module matched" in r.stderr
     r = run("replay", tmp_path)
     assert r.exit_code == 1 and "no XLA dump files" in r.stderr
+
+
+def test_replay_no_table_hides_the_table_like_compile():
+    d = shared_path("xla-dumps", "dot_general_gqa_cublaslt")
+    r = run("replay", d, "--no-table", "--diff", "none")
+    assert r.exit_code == 0
+    assert "pipeline/pass -> next" not in r.stderr and "64 dumped steps" in r.stderr
+    r = run("replay", d, "--diff", "none")
+    assert "pipeline/pass -> next" in r.stderr

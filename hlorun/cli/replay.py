@@ -23,8 +23,9 @@ from ._common import diff_option, handle_errors
               show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--changed-only", is_flag=True, help="List only steps that changed the module.")
+@click.option("--table/--no-table", default=True, help="Show the step table (as in compile).")
 @handle_errors
-def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, changed_only):
+def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, changed_only, table):
     """Replay the XLA dump directory DUMP_DIR (or each dump directory in it)."""
     from .. import report
     from ..replay import dump_dirs, replay_module, scan
@@ -51,12 +52,15 @@ def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, chan
             shown = [s for s in steps if s.changed or not changed_only]
             if text:
                 title = f"{d}: {mod.label} ({len(mod.steps)} dumped steps)"
+                report.info(title)
+            if text and table:
                 report.pass_table(
                     [(s.index, s.path + (f" -> {s.next_name}" if s.next_name else ""),
                       "yes" if s.changed else "-",
                       f"{s.instructions_before} -> {s.instructions_after}", s.seq if s.seq is not None else "-")
-                     for s in shown], title=title,
+                     for s in shown],
                     columns=("#", "pipeline/pass -> next", "changed", "instructions", "step"))
+            if text:
                 diffs = [(f"--- before #{s.index} {s.path}\n+++ after  #{s.index} {s.path}  "
                           f"({s.file})" + ("" if s.changed else "  (unchanged)"), s.diff)
                          for s in steps
