@@ -167,7 +167,10 @@ def test_small_modules_share_a_task_and_a_killed_worker_costs_one(tmp_path):
     files = discover([str(tmp_path)])
     groups = batches(files, threads=1)
     assert [len(b) for b in groups] == [6, 6, 6, 6]  # 4 tasks per worker thread at least
-    assert [f for b in groups for f in b] == files
+    assert sorted(f for b in groups for f in b) == sorted(files)
+    # the biggest modules go first, alone: they set the sweep's tail
+    big = str(FIXTURES / "crash_layer_norm.hlo")
+    assert batches([*files, big], threads=1)[0][0] == big
     # one task would carry the module that kills its worker: that batch is
     # run again module by module, and only that module is lost
     out = tmp_path / "r.jsonl"
@@ -175,6 +178,56 @@ def test_small_modules_share_a_task_and_a_killed_worker_costs_one(tmp_path):
     assert doc["counts"] == {"ok": 23, "crashed": 1}, r.output
     (g,) = doc["failures"]
     assert g["modules"] == [str(tmp_path / "m11_kill.hlo")]
+
+
+def test_memory_limit_kills_the_task_process_only(tmp_path):
+    # a task process alone (Python, hlorun, the pipeline) is resident ~50 MiB
+    out = tmp_path / "r.jsonl"
+    r, doc = sweep(FIXTURES / "ok_dot_general.hlo", "--memory-limit", "20", "-j", "1", out=out)
+    assert r.exit_code == 2 and doc["counts"] == {"crashed": 1}, r.output
+    (rec,) = records(out).values()
+    assert rec["error"].startswith("over the memory limit of 20 MiB (resident ")
+    # with room, the same module compiles, and its peak is recorded
+    r, doc = sweep(FIXTURES / "ok_dot_general.hlo", "--memory-limit", "4000", "-j", "1",
+                   "--restart", out=out)
+    assert doc["counts"] == {"ok": 1}
+    (rec,) = records(out).values()
+    assert 20 < rec["peak_rss_mb"] < 4000
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """hlorun.report's console as a terminal writing into a buffer."""
+    import io
+
+    from rich.console import Console
+
+    from hlorun import report
+    buf = io.StringIO()
+    monkeypatch.setattr(report, "_console", Console(file=buf, force_terminal=True, width=200,
+                                                    markup=False, highlight=False))
+    return buf
+
+
+def test_summary_text_and_progress_counts(every_status, terminal):
+    from hlorun.sweep import Progress, render_summary
+    _, doc, out = every_status
+    render_summary(doc, str(out), interrupted=False)
+    text = terminal.getvalue()
+    assert "2 x pass sweep-test/sweep-test-hook raised PassError at sweep_plugin.py:" in text
+    assert "next: hlorun reduce --until pass-fails:sweep-test-hook -- compile " in text
+    assert "1 x violation reshape-is-bitcast after hlo_normalization/cublas-gemm-rewriter" in text
+    assert "4/11 modules ok" in text and f"results: {out}" in text
+    terminal.truncate(0)
+    p = Progress(enabled=True)
+    from collections import Counter
+    p.start(3, Counter({"ok": 1}), "1 workers")
+    p.advance({"status": "crashed"})
+    p.advance({"status": "ok"})
+    p.close()
+    text = terminal.getvalue()
+    assert "resuming: 1 modules already in the results file (ok 1)" in text
+    assert "3/3" in text and "ok 2  crashed 1" in text
 
 
 # -- resume and Ctrl-C -------------------------------------------------------------------
@@ -348,6 +401,19 @@ def test_check_jobs_gives_what_check_gives(tmp_path):
     # only verifier findings: exit 2, as without -j
     par = runner.invoke(cli, ["check", "-j", "2", files[0], files[3]])
     assert par.exit_code == 2
+
+
+@pytest.mark.slow
+def test_check_jobs_on_the_whole_corpus_matches_sequential_check(shared, tmp_path):
+    """Every corpus file, checked on two workers and one at a time: the
+    same verdicts, parse errors and findings."""
+    files = sorted(str(p) for p in (shared / "corpus" / "xla").rglob("*.hlo"))
+    assert len(files) > 700
+    runner = CliRunner()
+    seq = runner.invoke(cli, ["check", *files, "--format", "json"])
+    par = runner.invoke(cli, ["check", "-j", "2", *files, "--format", "json"])
+    assert seq.exit_code == par.exit_code == 1
+    assert json.loads(par.stdout) == json.loads(seq.stdout)
 
 
 def test_missing_dask_says_how_to_install(tmp_path, monkeypatch):

@@ -40,7 +40,7 @@ def _pipeline_arg(value: str | None) -> str | None:
 @click.option("--enable-passes-only", multiple=True, metavar="LIST",
               help="Run only these passes/pipelines (as hlorun compile).")
 @click.option("-j", "--workers", type=click.IntRange(min=1), default=None,
-              help="Worker processes of the local Dask cluster. Default: the CPU count.")
+              help="Worker processes of the local Dask cluster. Default: the CPUs this process may use.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Use an existing Dask cluster (e.g. tcp://host:8786) instead of a local one.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=600.0,
@@ -104,7 +104,7 @@ def sweep_cmd(paths, output, pipeline, against, check_only, disable_passes, enab
         if options.against:
             load_spec(options.against)
     if not scheduler:
-        workers = workers or os.cpu_count() or 1
+        workers = workers or _cpus()
         if memory_limit is None:
             memory_limit = _default_memory_limit(workers)
     show = report.console().is_terminal if progress is None else progress
@@ -119,6 +119,14 @@ def sweep_cmd(paths, output, pipeline, against, check_only, disable_passes, enab
     else:
         render_summary(doc, output, run.interrupted)
     sys.exit(130 if run.interrupted else doc["exit_code"])
+
+
+def _cpus() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _default_memory_limit(workers: int) -> float | None:

@@ -5,8 +5,11 @@ thread and sends it tasks, one JSON line each on stdin:
 ``{"options": {...}, "path": "..."}``.  The answer is two JSON lines on the
 original stdout: ``{"started": true}`` once the plugins and pipelines are
 loaded (the task's time limit starts there), then the record of :func:`hlorun.sweep.task.execute` plus
-``seconds`` (wall), ``cpu_seconds`` and ``peak_rss_mb`` (the task's peak
-resident memory: the kernel's high-water mark is reset before each task).
+``seconds`` (wall), ``cpu_seconds``, ``peak_rss_mb`` (the process's peak
+resident memory during the task: the kernel's high-water mark is reset
+before each task) and ``rss_before_mb`` (what the process held when the
+task started: Python keeps freed memory, so the module's own need is about
+the difference).
 Anything else the process prints goes to stderr, which the worker keeps
 to explain a crash.
 
@@ -37,14 +40,26 @@ def reset_peak() -> None:
         pass
 
 
-def peak_rss_mb() -> float:
+def _status_mb(field: str) -> float | None:
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
+    return None
+
+
+def rss_mb() -> float | None:
+    """Resident memory now (Linux), or None."""
+    return _status_mb("VmRSS:")
+
+
+def peak_rss_mb() -> float:
+    peak = _status_mb("VmHWM:")
+    if peak is not None:
+        return peak
     import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
@@ -90,10 +105,13 @@ def serve(inp, out) -> None:
             out.write('{"started": true}\n')  # the worker's clock starts now
             out.flush()
             reset_peak()
+            before = rss_mb()
             t0, c0 = time.perf_counter(), time.process_time()
             rec = execute(opts, path)
             rec["seconds"] = round(time.perf_counter() - t0, 4)
             rec["cpu_seconds"] = round(time.process_time() - c0, 4)
+            if before is not None:
+                rec["rss_before_mb"] = round(before, 1)
         rec["peak_rss_mb"] = round(peak_rss_mb(), 1)
         out.write(json.dumps(rec) + "\n")
         out.flush()

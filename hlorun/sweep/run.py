@@ -38,36 +38,44 @@ BATCH_BYTES = 256 * 1024
 BATCH_MAX = 32
 
 
+def _weight(path: str) -> int:
+    try:
+        return os.path.getsize(path) * (8 if path.endswith((".gz", ".xz")) else 1)
+    except OSError:  # not visible here (a remote cluster's path): count it small
+        return 0
+
+
 def batches(files: Sequence[str], threads: int) -> list[tuple[str, ...]]:
-    """Consecutive files grouped by size; never fewer than about four
-    batches per worker thread, so the work still spreads evenly."""
+    """The files as Dask tasks: largest first (so that the big modules do
+    not start last and leave the other workers idle at the end), small ones
+    grouped (up to BATCH_BYTES and BATCH_MAX modules per task, and never
+    fewer than about four tasks per worker thread)."""
     cap = max(1, min(BATCH_MAX, len(files) // max(1, 4 * threads)))
+    weighted = sorted(((_weight(f), i, f) for i, f in enumerate(files)), key=lambda t: (-t[0], t[1]))
     out: list[tuple[str, ...]] = []
     cur: list[str] = []
-    weight = 0
-    for f in files:
-        try:
-            size = os.path.getsize(f) * (8 if f.endswith((".gz", ".xz")) else 1)
-        except OSError:  # not visible here (a remote cluster's path): count it small
-            size = 0
-        if cur and (len(cur) >= cap or weight + size > BATCH_BYTES):
+    total = 0
+    for size, _, f in weighted:
+        if cur and (len(cur) >= cap or total + size > BATCH_BYTES):
             out.append(tuple(cur))
-            cur, weight = [], 0
+            cur, total = [], 0
         cur.append(f)
-        weight += size
+        total += size
     if cur:
         out.append(tuple(cur))
     return out
 
 
-def stream(engine: Engine, files: Sequence[str], options: SweepOptions, limits: Limits
-           ) -> Iterator[dict[str, Any]]:
+def stream(engine: Engine, files: Sequence[str], options: SweepOptions, limits: Limits,
+           stats: dict[str, int] | None = None) -> Iterator[dict[str, Any]]:
     """The record of each module, in completion order.  A batch whose
     worker died is split and its modules run again one per task, so that
     only the module that kills its worker is reported ``crashed``."""
     queue: deque[tuple[str, ...]] = deque(batches(files, engine.threads()))
     args = (options.to_json(), limits.time, limits.memory)
     for batch, out in engine.map_unordered(run_batch, queue, args=args):
+        if stats is not None:
+            stats["tasks"] = stats.get("tasks", 0) + 1
         if isinstance(out, BaseException):
             if len(batch) > 1:
                 queue.extend((p,) for p in batch)
@@ -104,8 +112,10 @@ def run_sweep(files: Sequence[str], options: SweepOptions, output: str, *,
     interrupted = False
     engine = None
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     t_ready = None
     ran = 0
+    stats: dict[str, int] = {}
     try:
         if todo:
             engine = engine_factory(workers=workers, scheduler=scheduler)
@@ -119,7 +129,7 @@ def run_sweep(files: Sequence[str], options: SweepOptions, output: str, *,
             progress.start(len(files), Counter(r.get("status") for r in done.values()), where)
         if todo:
             assert engine is not None
-            for rec in stream(engine, todo, options, limits):
+            for rec in stream(engine, todo, options, limits, stats):
                 results.append(rec)
                 done[module_key(rec["path"])] = rec
                 ran += 1
@@ -136,7 +146,9 @@ def run_sweep(files: Sequence[str], options: SweepOptions, output: str, *,
     end = time.perf_counter()
     records = [done[k] for k in dict.fromkeys(keys) if k in done]
     summary = Summary(options, records, end - t0 if ran else None, ran,
-                      startup_seconds=(t_ready - t0) if (ran and t_ready) else None)
+                      startup_seconds=(t_ready - t0) if (ran and t_ready) else None,
+                      tasks=stats.get("tasks", 0),
+                      client_cpu_seconds=time.process_time() - cpu0 if ran else None)
     return SweepRun(summary, interrupted, records=records)
 
 

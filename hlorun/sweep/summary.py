@@ -124,6 +124,10 @@ class Summary:
     wall_seconds: float | None = None  # this run
     ran: int = 0  # modules run by this invocation (the rest were resumed)
     startup_seconds: float | None = None  # of wall_seconds: starting/joining the cluster
+    tasks: int = 0  # Dask tasks this run submitted (small modules share one)
+    #: CPU time of the sweep process: the Dask client, and for a local
+    #: cluster its scheduler too (they share the process)
+    client_cpu_seconds: float | None = None
 
     def counts(self) -> dict[str, int]:
         c = Counter(r.get("status", "crashed") for r in self.records)
@@ -183,6 +187,9 @@ class Summary:
                                 else round(self.startup_seconds, 3)),
             "modules_per_second": self.rate(),
             "task_seconds": round(total_s, 3),
+            "dask_tasks": self.tasks,
+            "client_cpu_seconds": (None if self.client_cpu_seconds is None
+                                   else round(self.client_cpu_seconds, 3)),
             "slowest": [{"path": r["path"], "seconds": r["seconds"], "status": r.get("status"),
                          "peak_rss_mb": r.get("peak_rss_mb")} for r in self.slowest()],
             "failures": [],
