@@ -268,6 +268,32 @@ class PassProgress(Listener):
             self._live = None
 
 
+class JsonLines(Listener):
+    """``--format jsonl``: one JSON object per line on stdout as the
+    pipeline runs (``{"event": "pass", ...}``, ``"violation"``,
+    ``"failure"``), so a big model's report streams instead of arriving as
+    one document at the end."""
+
+    def __init__(self, write) -> None:
+        self.write = write
+
+    def _emit(self, kind: str, doc: dict) -> None:
+        import json
+        self.write(json.dumps({"event": kind, **doc}) + "\n")
+
+    def on_after_pass(self, ev, module) -> None:
+        self._emit("pass", ev.to_json())
+
+    def on_violation(self, v, module) -> None:
+        self._emit("violation", v.to_json())
+
+    def on_pass_failure(self, f, module) -> None:
+        self._emit("failure", f.to_json())
+
+    def summary(self, doc: dict) -> None:
+        self._emit("report", {k: v for k, v in doc.items() if k != "passes"})
+
+
 class Stepper:
     """The same bar for loops outside a pipeline (check on many files,
     explore's reruns): ``with Stepper(n, "check") as s: ... s.step(label)``."""

@@ -139,3 +139,19 @@ def test_compact_diffs_keep_one_line_of_context_and_a_budget():
     assert shown[1][0] == "--- #0 p/x  +40 -0" and shown[1][1][-1] == "... 31 more diff lines"
     assert any(h.startswith("... ") and "more changed passes" in h for h, _ in shown)
     assert shown[-1][0].startswith("full diffs: --diff changed")
+
+
+def test_json_lines_stream_passes_then_the_report(tmp_path):
+    import json
+    r = CliRunner().invoke(cli, ["compile", "-p", "gpu-rocm-41481", "--force-backend", "hipblaslt",
+                                 str(S0_CONSUMER), "--format", "jsonl", "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    docs = [json.loads(ln) for ln in r.stdout.splitlines()]
+    kinds = [d["event"] for d in docs]
+    n = kinds.count("pass")
+    assert n > 10 and kinds[:n] == ["pass"] * n and kinds[-1] == "report"
+    assert [d["index"] for d in docs[:n]] == list(range(1, n + 1))
+    (v,) = [d for d in docs if d["event"] == "violation"]
+    assert v["rule"] == "reshape-is-bitcast" and v["after_pass"] == "autotuner/autotuner"
+    assert docs[-1]["status"] == "violation" and "passes" not in docs[-1]
+    assert docs[-1]["summary"]["passes_run"] == n

@@ -88,7 +88,10 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         parse_seconds = time.perf_counter() - t
     import shlex
     diffs = DiffCollector()  # shown after the summary (text) or put in the JSON report
-    result = api.compile(source, options=options, copy=False, listeners=[PassProgress()],
+    from ..textout import JsonLines
+    stream = JsonLines(report.write_stdout) if fmt == "jsonl" else None
+    result = api.compile(source, options=options, copy=False,
+                         listeners=[PassProgress()] + ([stream] if stream else []),
                          diff_sink=diffs if show_diffs else (lambda h, lines: None),
                          keep_diffs=bool(html or me_data),
                          command_line=shlex.join(["hlorun", "compile"] + argv))
@@ -113,7 +116,10 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         import json
         doc = proportionate_json(result.to_json(input=file, output=output), json_include,
                                  show_remarks, diffs, module_text)
-        report.write_stdout(json.dumps(doc, indent=2) + "\n")
+        if stream is not None:
+            stream.summary(doc)
+        else:
+            report.write_stdout(json.dumps(doc, indent=2) + "\n")
     if html:
         from ..html_report import write_html
         write_html(result, html, input_name=file)

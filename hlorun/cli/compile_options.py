@@ -65,10 +65,12 @@ def compile_flags(fn):
                      help="A bundled pipeline name (`hlorun pipelines`) or a YAML file. Default: gpu-cuda."),
         click.option("-o", "--output", type=click.Path(), default=None,
                      help="Write the optimized module here (atomically) instead of stdout."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text",
                      show_default=True,
                      help="text: table/diffs on stderr, module on stdout. json: one JSON report on "
-                          "stdout (schema in README); the module only goes to -o."),
+                          "stdout (--print-json-schema); the module only goes to -o. jsonl: JSON "
+                          "Lines streamed as the pipeline runs (one 'pass' object per pass, "
+                          "'violation'/'failure' objects, then the report without 'passes')."),
         click.option("--diff", "diffs", type=click.Choice(DIFF_MODES), default="short",
                      show_default=True, help=DIFF_HELP),
         click.option("--diff-filter", default=None, metavar="REGEX",
