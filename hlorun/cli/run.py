@@ -125,16 +125,39 @@ def compare(a, b, inputs, seed, rtol, atol, max_bytes, fmt_):
     if limit is not None:
         check_memory(ma, None, limit)
         check_memory(mb, None, limit)
+    from ..evaluate.compare import reduction_lengths
+    from ..evaluate.inputs import describe_inputs
+    from ..evaluate.reference import f64_reference, referee
+    from ..evaluate.registry import EvaluationError
     args = build_inputs(ma, inputs, seed)
     ra = Evaluator(ma, max_bytes=limit).evaluate(args)
     rb = Evaluator(mb, max_bytes=limit).evaluate(args)
     cmp = compare_values(ra, rb, output_types(ma), rtol=rtol, atol=atol,
-                         tolerance_types=tolerance_types(ma))
+                         tolerance_types=tolerance_types(ma), terms=reduction_lengths(ma))
+    note = ""
+    if not cmp.ok and rtol is None and atol is None:
+        try:  # is B as close to the exact answer as A? (reference.py)
+            note = referee(cmp, ra, rb, f64_reference(ma, args, limit))
+        except EvaluationError as e:
+            note = f"no f64 reference: {e.message}"
+    from ..evaluate.session import _param_index
+    given = {_param_index(ma, s.split("=", 1)[0].strip()) for s in inputs if "=" in s}
+    params = [p for p in ma.entry.parameters if p is not None]
+    scheme = [ln for p, ln in zip(params, describe_inputs(ma)) if p.parameter_number not in given] \
+        if not any("=" not in s for s in inputs) else []
     if fmt_ == "json":
-        report.write_stdout(json.dumps({"a": a, "b": b, "seed": seed, **cmp.to_json()}, indent=2) + "\n")
+        report.write_stdout(json.dumps({"a": a, "b": b, "seed": seed, "inputs": scheme,
+                                        "f64_reference": note or None, **cmp.to_json()},
+                                       indent=2) + "\n")
     else:
+        if scheme:
+            shown = scheme if len(scheme) <= 12 else scheme[:12] + [
+                f"... {len(scheme) - 12} more (--format json lists all)"]
+            report.info(f"inputs (seed {seed}):\n" + "\n".join("  " + ln for ln in shown))
         for leaf in cmp.leaves:
             report.status(leaf.ok, leaf.describe())
+        if note:
+            report.info(note)
         report.info(f"{'agree' if cmp.ok else 'DIFFER'}: {a} vs {b} (seed {seed})")
     if not cmp.ok:
         sys.exit(2)

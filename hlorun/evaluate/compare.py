@@ -60,6 +60,8 @@ class LeafDiff:
     worst_b: Any = None
     worst_ratio: float = 0.0         # |a - b| / tolerance at the worst element
     message: str = ""
+    terms: int = 1                   # longest low-precision reduction feeding it
+    referee: str = ""                # verdict of the f64 reference (reference.py)
 
     def to_json(self) -> dict:
         return {
@@ -69,6 +71,7 @@ class LeafDiff:
             "worst_index": list(self.worst_index) if self.worst_index is not None else None,
             "worst_a": _jsonable(self.worst_a), "worst_b": _jsonable(self.worst_b),
             "worst_ratio_to_tolerance": _jsonable(self.worst_ratio), "message": self.message,
+            "reduction_terms": self.terms, "f64_referee": self.referee or None,
         }
 
     def describe(self) -> str:
@@ -77,6 +80,8 @@ class LeafDiff:
             return f"{where}: {self.message}"
         head = (f"{where} {self.element_type}[{','.join(map(str, self.shape))}]: "
                 f"{'ok' if self.ok else f'{self.mismatches} elements differ'}")
+        if self.referee:
+            head += f" ({self.referee})"
         if self.worst_index is None:
             return head
         ratio = (f", {self.worst_ratio:.2g}x the tolerance" if self.worst_ratio != float("inf")
@@ -144,9 +149,10 @@ def _leaves(value: Any, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ..
 
 def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
                    rtol: float | None = None, atol: float | None = None,
-                   tolerance_type: str | None = None) -> LeafDiff:
+                   tolerance_type: str | None = None, terms: int = 1) -> LeafDiff:
     """Compare ``b`` against the reference ``a``; the default tolerances are
-    those of ``tolerance_type`` (default: ``element_type``)."""
+    those of ``tolerance_type`` (default: ``element_type``), the relative
+    one widened for ``terms`` (see :func:`reduction_rtol`)."""
     if a is None and b is None:
         return LeafDiff(index, element_type, (), True)
     a, b = np.asarray(a), np.asarray(b)
@@ -157,7 +163,9 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
     if tolerance_type and tolerance_type != element_type:
         r0, t0 = tolerance_for(element_type, rtol, atol)
         r, t = max(r, r0), max(t, t0)
-    leaf = LeafDiff(index, element_type, tuple(a.shape), True, r, t)
+    if rtol is None:
+        r = max(r, reduction_rtol(tolerance_type or element_type, terms))
+    leaf = LeafDiff(index, element_type, tuple(a.shape), True, r, t, terms=terms)
     if a.size == 0:
         return leaf
     if a.dtype.kind == "c" or b.dtype.kind == "c":
@@ -214,7 +222,8 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, element_type: str, index=(),
 def compare_values(a: Any, b: Any, types: list[str] | None = None,
                    rtol: float | None = None, atol: float | None = None,
                    tolerance_types: list[str] | None = None,
-                   identical: list[bool] | None = None) -> Comparison:
+                   identical: list[bool] | None = None,
+                   terms: list[int] | None = None) -> Comparison:
     """Compare two evaluation results (arrays or nested tuples) leaf by leaf.
     ``types`` are the HLO element types of the leaves of ``a``;
     ``tolerance_types`` (see :func:`tolerance_types`) the types whose
@@ -233,7 +242,8 @@ def compare_values(a: Any, b: Any, types: list[str] | None = None,
             r, at = tolerance_for(tt or t, rtol, atol)
             cmp.leaves.append(LeafDiff(ia, t, tuple(np.shape(va)), True, r, at))
             continue
-        cmp.leaves.append(compare_arrays(va, vb, t, ia, rtol, atol, tt))
+        n = terms[k] if terms and k < len(terms) else 1
+        cmp.leaves.append(compare_arrays(va, vb, t, ia, rtol, atol, tt, n))
     return cmp
 
 
@@ -257,6 +267,73 @@ def _type_of(v: Any) -> str:
 _MANTISSA = {"f64": 52, "c128": 52, "f32": 23, "c64": 23, "f16": 10, "bf16": 7,
              "f8e3m4": 4, "f8e4m3": 3, "f8e4m3fn": 3, "f8e4m3fnuz": 3, "f8e4m3b11fnuz": 3,
              "f8e5m2": 2, "f8e5m2fnuz": 2}
+
+
+#: types whose rounding error grows visibly with the length of a sum
+_LOW_PRECISION_BITS = 10
+
+
+def reduction_rtol(element_type: str, terms: int) -> float:
+    """Relative tolerance for a result that summed ``terms`` values in
+    ``element_type`` (bf16, f16, fp8): each addition rounds, so two valid
+    orders of the same sum differ by up to the error bound of tree-shaped
+    (pairwise) summation, which GPU reductions are: ``u * log2(terms)``
+    (``u`` the unit roundoff, 2^-(mantissa bits + 1)); a 16384-term bf16
+    sum gets 5.5% instead of the flat 3%.  0 for wider types or short
+    sums."""
+    bits = _MANTISSA.get(element_type)
+    if bits is None or bits > _LOW_PRECISION_BITS or terms <= 1:
+        return 0.0
+    return 2.0 ** -(bits + 1) * float(np.log2(terms))
+
+
+def reduction_lengths(module) -> list[int]:
+    """Per output leaf of the entry: the most elements any reduce (or
+    reduce-window) in its cone sums in a low-precision type (bf16, f16,
+    fp8; dots accumulate in f32 and do not count), through called
+    computations; 1 if none."""
+    from ..ir.module import Computation
+    comp_cache: dict[Computation, int] = {}
+
+    def own(ins) -> int:
+        n = 1
+        if ins.opcode in ("reduce", "reduce-window") and ins.operands:
+            src = ins.operands[0].shape
+            if src.is_array and _MANTISSA.get(src.element_type, 99) <= _LOW_PRECISION_BITS:
+                if ins.opcode == "reduce":
+                    for d in ins.int_list("dimensions"):
+                        if d < len(src.dimensions):
+                            n *= src.dimensions[d]
+                else:
+                    n = max(1, src.element_count // max(1, ins.shape.element_count)
+                            if ins.shape.is_array else 1)
+        if ins.attrs:
+            for c in ins.called_computations():
+                n = max(n, in_comp(c))
+        return n
+
+    def in_comp(comp) -> int:
+        if comp in comp_cache:
+            return comp_cache[comp]
+        comp_cache[comp] = 1
+        comp_cache[comp] = max((own(i) for i in comp.instructions), default=1)
+        return comp_cache[comp]
+
+    entry = module.entry
+    cone: dict = {}
+    for ins in entry.post_order():
+        n = own(ins)
+        for o in ins.operands:
+            n = max(n, cone.get(o, 1))
+        cone[ins] = n
+    root = entry.root
+    out = []
+    for idx, _ in (root.shape.leaves() if root.shape.is_tuple else [((), root.shape)]):
+        src = root
+        while idx and src.opcode == "tuple":
+            src, idx = src.operands[idx[0]], idx[1:]
+        out.append(cone.get(src, 1))
+    return out
 
 
 def _narrowest(a: str | None, b: str | None) -> str | None:

@@ -83,8 +83,15 @@ class NumericsListener(Listener):
             from .memory import check_memory
             check_memory(module, None, self.max_bytes)
         self.args = build_inputs(module, self.input_specs, self.seed)
+        from ..ir.clone import clone_module
+        from .compare import reduction_lengths
+        from .inputs import describe_inputs
         self.types = output_types(module)
         self.tolerance_types = tolerance_types(module)
+        self.terms = reduction_lengths(module)
+        self.input_scheme = describe_inputs(module)
+        self._input_module = clone_module(module)  # for the f64 referee
+        self._f64 = None
         self.signature = self._signature(module)
         t = time.perf_counter()
         from .memo import MemoEvaluator
@@ -138,7 +145,8 @@ class NumericsListener(Listener):
             return
         rec["seconds"] = round(time.perf_counter() - t, 6)
         rec["evaluated"], rec["reused"] = self.memo.evaluated, self.memo.reused
-        kw = dict(rtol=self.rtol, atol=self.atol, tolerance_types=self.tolerance_types)
+        kw = dict(rtol=self.rtol, atol=self.atol, tolerance_types=self.tolerance_types,
+                  terms=self.terms)
         vid = self.memo.root_vid
         # bitwise-equal results (same content digests) need no element-wise pass
         vs_start = (self._vs_start if vid == self._prev_vid and self._vs_start is not None
@@ -146,6 +154,8 @@ class NumericsListener(Listener):
                                         identical=_same_leaves(self._ref_vid, vid)))
         vs_prev = compare_values(self.previous, out, self.types, **kw,
                                  identical=_same_leaves(self._prev_vid, vid))
+        if not vs_start.ok and self.rtol is None and self.atol is None:
+            rec["f64_reference"] = self._referee(vs_start, out)
         self.previous, self._prev_vid, self._vs_start = out, vid, vs_start
         rec["status"] = "ok" if vs_start.ok else "mismatch"
         rec["max_abs_error"] = max((leaf.max_abs_error for leaf in vs_start.leaves), default=0.0)
@@ -158,6 +168,19 @@ class NumericsListener(Listener):
         if not vs_start.ok and self.first_mismatch is None:
             self.first_mismatch = rec
 
+    def _referee(self, cmp: Comparison, out: Any) -> str:
+        """Re-judge a mismatch against an f64 evaluation of the input module
+        (computed once; see :mod:`hlorun.evaluate.reference`)."""
+        from .reference import f64_reference, referee
+        if self._f64 is None:
+            try:
+                self._f64 = f64_reference(self._input_module, self.args, self.max_bytes)
+            except EvaluationError as e:
+                self._f64 = e
+        if isinstance(self._f64, EvaluationError):
+            return f"no f64 reference: {self._f64.message}"
+        return referee(cmp, self.reference, out, self._f64)
+
     # -- results -----------------------------------------------------------------------------------
     @property
     def exit_code(self) -> int:
@@ -166,7 +189,8 @@ class NumericsListener(Listener):
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": self.mode, "seed": self.seed, "rtol": self.rtol, "atol": self.atol,
-            "inputs": self.input_specs, "start_seconds": round(self.start_seconds, 6),
+            "inputs": self.input_specs, "input_scheme": getattr(self, "input_scheme", []),
+            "start_seconds": round(self.start_seconds, 6),
             "checks": [{k: v for k, v in c.items() if k != "describe"} for c in self.checks],
             "first_mismatch": ({k: v for k, v in self.first_mismatch.items() if k != "describe"}
                                if self.first_mismatch else None),
@@ -203,4 +227,5 @@ class NumericsListener(Listener):
             detail = (f"; closest to the tolerance: {worst['worst_ratio']:.2g}x after "
                       f"#{worst['index']} {worst['pass']}")
         report.info(f"numerics: {len(evaluated)} check(s) {what} agree with the input module "
-                    f"(seed {self.seed}{detail})")
+                    f"(seed {self.seed}{detail}; default inputs: --format json lists the "
+                    f"range of each parameter)")

@@ -49,6 +49,15 @@ def _bitcast(ev, instr, ops):
     x = ops[0]
     src = instr.operands[0].shape
     dst = instr.shape
+    if ev.lifted and not src.dimensions and not dst.dimensions:
+        # scalar -> scalar inside a lifted computation (a sort comparator
+        # comparing f32 keys as s32 bits): elementwise over the batch
+        if src.element_type == dst.element_type:
+            return x
+        sd, dd = dtype_of(src.element_type), dtype_of(dst.element_type)
+        if sd.itemsize != dd.itemsize:
+            raise unsupported(f"bitcast from {src} to {dst} (element size changes)")
+        return contiguous(x).view(dd)
     _check_plain_layout(src, "bitcast")
     _check_plain_layout(dst, "bitcast")
     if src.element_type != dst.element_type:
@@ -64,6 +73,8 @@ def _bitcast(ev, instr, ops):
 
 @handler("reshape")
 def _reshape(ev, instr, ops):
+    if ev.lifted and not instr.shape.dimensions:  # scalar -> scalar, lifted
+        return ops[0]
     return np.reshape(ops[0], instr.shape.dimensions)
 
 
