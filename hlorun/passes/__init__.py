@@ -44,6 +44,8 @@ REGISTRY: dict[str, str] = {
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
+    "select_and_scatter_expander":
+        "hlorun.passes.select_and_scatter_expander:SelectAndScatterExpander",
     "softmax-rewriter-triton": "hlorun.passes.softmax_rewriter_triton:SoftmaxRewriterTriton",
     "splitk-rewriter": "hlorun.passes.splitk_rewriter:SplitkRewriter",
     "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",

@@ -55,6 +55,7 @@ from .analysis import (FusionView, emitter_kind, fused_members, fusible_computat
 from .fuse import create_fusion, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
 from .model import LAUNCH_US, Estimate, device_of, estimate
+from .scatter import scatter_refusal
 from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
                      unit_refusal)
 
@@ -192,6 +193,9 @@ class _Queue:
             return can_fuse_triton(producer, consumer, self._triton_refusal)
         if is_fusible_bitcast(consumer):
             return "not fusing into a single bitcast as consumer"
+        why = scatter_refusal(producer, consumer)  # CanEmitInputFusedScatter
+        if why is not None:
+            return why
         p_reduce, p_kind = self._facts(producer)
         if p_reduce and self._facts(consumer)[0]:
             return "both the producer and the consumer contain a reduce"
