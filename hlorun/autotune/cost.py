@@ -65,6 +65,8 @@ class CostParams:
     chain_ns: float = 10.0            # one dependent MMA on the accumulator (32 B of K)
     iter_ns: float = 20.0             # per K step: address math, barriers, loop
     soft_p: float = 4.0               # soft maximum (sum of p-th powers) of overlapping terms
+    stage_fill_ns: float = 100.0      # per CTA and extra pipeline stage: prologue loads, barriers
+    blas_cta_overlap: float = 1.0     # share of the per-CTA overhead a (persistent) BLAS kernel pays
     #: per K step, per backend kind: an operand that is not K-major for a
     #: type whose MMA needs it (8-bit, TF32), and rows not 16-byte aligned
     transpose: dict = field(default_factory=lambda: {"triton": 1.3, "blas": 1.3})
@@ -277,11 +279,14 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
     t_mma = mx(g.share * g.flops_iter / (g.peak_core * e), g.k_chain * P.chain_ns * 1e-9)
     feed = P.feed_bytes_per_clk * g.clock_hz * sel(g.tma, P.tma_feed, 1.0)
     t_feed = g.share * g.bytes_iter / feed
-    t_lat = P.latency_us * 1e-6 / g.stages
+    # a pipeline cannot run more stages ahead than there are K steps
+    t_lat = P.latency_us * 1e-6 / (g.stages if xp is math and g.iters >= g.stages
+                                   else (min(g.stages, g.iters) if xp is math else xp.minimum(g.stages, g.iters)))
     layout = sel(g.transposed, sel(g.blas, P.transpose["blas"], P.transpose["triton"]), 1.0) \
         * sel(g.unaligned, sel(g.blas, P.unaligned["blas"], P.unaligned["triton"]), 1.0)
     step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout
-    cta = g.iters * step + P.cta_us * 1e-6 + P.latency_us * 1e-6
+    fixed = P.cta_us * 1e-6 + P.latency_us * 1e-6 + (g.stages - 1) * P.stage_fill_ns * 1e-9
+    cta = g.iters * step + fixed * sel(g.blas, P.blas_cta_overlap, 1.0)
     body = g.waves * cta
     t_dram = g.dram_bytes / g.hbm
     t_l2 = g.l2_bytes / (P.l2_factor * g.hbm)

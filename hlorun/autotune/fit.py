@@ -30,11 +30,12 @@ from .devices import DeviceSpec
 from .triton import resources
 
 SCALARS = ["launch_us", "blas_launch_us", "cta_us", "latency_us", "feed_bytes_per_clk", "tma_feed",
-           "mma_sync", "epi_launch_us", "m_half", "n_half", "chain_ns", "iter_ns", "soft_p"]
+           "mma_sync", "epi_launch_us", "m_half", "n_half", "chain_ns", "iter_ns", "soft_p", "stage_fill_ns", "blas_cta_overlap"]
 BOUNDS = {"launch_us": (0.5, 10), "blas_launch_us": (0.5, 12), "cta_us": (0.01, 5), "latency_us": (0.05, 5),
           "feed_bytes_per_clk": (8, 512), "tma_feed": (0.5, 3), "l2_factor": (1.0, 6.0), "mma_sync": (0.1, 1.0),
           "epi_launch_us": (0.1, 15), "m_half": (0.1, 256), "n_half": (0.1, 256), "chain_ns": (0.5, 200),
-          "iter_ns": (0.5, 500), "soft_p": (1.0, 12.0)}
+          "iter_ns": (0.5, 500), "soft_p": (1.0, 12.0), "stage_fill_ns": (1.0, 3000.0),
+          "blas_cta_overlap": (0.01, 2.0)}
 EFF_BOUNDS = (0.01, 1.0)
 TILE_BOUNDS = (0.2, 5.0)
 LAYOUT_BOUNDS = (0.5, 20.0)
@@ -194,7 +195,7 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
         return ps.residuals(_params(full(xf), start, source, ps.keys))
     r0 = float(np.mean(fun(x0[free]) ** 2))
     res = least_squares(fun, x0[free], bounds=(np.array(lo)[free], np.array(hi)[free]),
-                        max_nfev=max_nfev, x_scale=1.0, diff_step=1e-3)
+                        max_nfev=max_nfev, x_scale=1.0, diff_step=1e-3, ftol=1e-10, xtol=1e-10)
     P = _params(full(res.x), start, source or f"fitted on {len(ps.gemms)} GEMMs", ps.keys)
     return P, {"gemms": len(ps.gemms), "triton_candidates": int(len(ps.tri_meas)),
                "loss_start": r0, "loss": float(np.mean(res.fun ** 2)), "nfev": int(res.nfev)}
