@@ -109,8 +109,8 @@ def test_cli_text_and_json():
     r = run("diff-pipelines", MODEL, "--a", OLD, "--b", NEW)
     assert r.exit_code == 0, r.output
     err = r.stderr
-    assert ("first difference: #21 hlo_normalization/triton-gemm-rewriter runs only in "
-            "s3-xla-new and changes the module (s3-xla-old runs it later, as #22 "
+    assert ("first difference: #22 hlo_normalization/triton-gemm-rewriter runs only in "
+            "s3-xla-new and changes the module (s3-xla-old runs it later, as #23 "
             "hlo_normalization/triton-gemm-rewriter)") in err
     assert "left out: mul.7: not obviously profitable to fuse as input" in err
     assert "final kernels: s3-xla-old 4, s3-xla-new 3" in err
@@ -123,7 +123,7 @@ def test_cli_text_and_json():
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["step_b"]["path"] == "hlo_normalization/triton-gemm-rewriter"
-    assert doc["moved"]["index"] == 22 and "diff" not in doc
+    assert doc["moved"]["index"] == 23 and "diff" not in doc
     cats = {c["category"]: (c["a"], c["b"]) for c in doc["kernels"]["categories"]}
     assert cats[F8] == (1, 0) and cats["gemm-fusion"] == (0, 1)
     assert doc["kernels"]["ops"][0]["b"] == [{"name": "gemm_fusion_dot_general.1",

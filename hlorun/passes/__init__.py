@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "algsimp": "hlorun.passes.algsimp:AlgebraicSimplifier",
     "autotuner": "hlorun.passes.autotuner:Autotuner",
     "call-inliner": "hlorun.passes.call_inliner:CallInliner",
+    "comparison-expander": "hlorun.passes.comparison_expander:ComparisonExpander",
     "config-assigner": "hlorun.passes.config_assigner:ConfigAssigner",
     "conv-rewriter": "hlorun.passes.conv_rewriter:ConvRewriter",
     "convert_triton_gemm_config": "hlorun.passes.convert_triton_gemm_config:ConvertTritonGemmConfig",
