@@ -200,8 +200,10 @@ def _mixtral(module, spec, out: dict) -> dict:
     except _Stop:
         pass
     out["pre_fusion_instructions"] = module.instruction_count
+    from hlorun.gc_policy import pipeline_gc
     t = time.process_time()
-    PriorityFusion(target=spec.target).run(module)
+    with pipeline_gc():  # as inside a pipeline run
+        PriorityFusion(target=spec.target).run(module)
     out["priority_fusion"] = time.process_time() - t
     out["after"] = module.instruction_count
     return out

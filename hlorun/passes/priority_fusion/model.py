@@ -95,7 +95,7 @@ _FREE = frozenset({"bitcast", "reshape", "broadcast", "transpose", "copy", "slic
                    "dynamic-slice", "reverse", "tuple"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Estimate:
     """One kernel's estimate (times in microseconds)."""
 
