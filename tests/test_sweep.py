@@ -230,6 +230,31 @@ def test_summary_text_and_progress_counts(every_status, terminal):
     assert "3/3" in text and "ok 2  crashed 1" in text
 
 
+def test_split_input_file_runs_each_module_of_a_file(tmp_path):
+    parts = [(FIXTURES / n).read_text() for n in ("ok_dot_general.hlo",
+                                                  "bad_input_dot_general.hlo",
+                                                  "violation_dot_general_consumer.hlo")]
+    many = tmp_path / "three.hlo"
+    many.write_text("\n// -----\n".join(parts))
+    starts = [1, 1 + parts[0].count("\n") + 2]
+    starts.append(starts[1] + parts[1].count("\n") + 2)
+    out = tmp_path / "r.jsonl"
+    r, doc = sweep(many, "--split-input-file", *S0_FLAGS, "-j", "2", out=out)
+    recs = {r["path"]: r for r in read_records(str(out))[1]}
+    assert sorted(recs) == sorted(f"{many}:{n}" for n in starts), r.output
+    assert [recs[f"{many}:{n}"]["status"] for n in starts] == ["ok", "bad-input", "violation"]
+    # the parse error's line is the file's, not the chunk's
+    assert recs[f"{many}:{starts[1]}"]["line"] == starts[1] + 5
+    (v,) = [g for g in doc["failures"] if g["status"] == "violation"]
+    assert v["next"].endswith(f"# the module at line {starts[2]} of the file (// ----- separated)")
+    # check -j --split-input-file == check --split-input-file
+    runner = CliRunner()
+    seq = runner.invoke(cli, ["check", "--split-input-file", str(many), "--format", "json"])
+    par = runner.invoke(cli, ["check", "-j", "2", "--split-input-file", str(many), "--format", "json"])
+    assert seq.exit_code == par.exit_code == 1
+    assert json.loads(par.stdout) == json.loads(seq.stdout)
+
+
 # -- resume and Ctrl-C -------------------------------------------------------------------
 
 def test_resume_skips_done_modules_and_drops_a_cut_line(tmp_path):

@@ -162,22 +162,22 @@ def _check_parallel(files, split_input_file, jobs) -> list[dict]:
     from ..source import UsageError
     from ..sweep import Progress, SweepOptions
     from ..sweep.engine import import_distributed
+    from ..sweep.inputs import split_chunks
     from ..sweep.run import run_unordered
-    if split_input_file:
-        raise UsageError("-j checks whole files; it does not combine with --split-input-file")
     if "-" in files:
         raise UsageError("-j needs files, not stdin")
     for f in files:
         if not os.path.isfile(f):
             raise UsageError(f"{f}: no such file")
     import_distributed()
+    labels = split_chunks(list(files)) if split_input_file else list(files)
     by_path = {}
     progress = Progress(enabled=report.console().is_terminal, label="check")
-    for rec in run_unordered(list(files), SweepOptions(mode="check"), workers=jobs,
-                             progress=progress):
+    options = SweepOptions(mode="check", split_input_file=split_input_file)
+    for rec in run_unordered(labels, options, workers=jobs, progress=progress):
         by_path[rec["path"]] = rec
     results = []
-    for f in files:
+    for f in labels:
         rec = by_path[f]
         st = rec["status"]
         if st == "bad-input":

@@ -35,6 +35,9 @@ def _pipeline_arg(value: str | None) -> str | None:
                    "final kernels differ (as hlorun diff-pipelines).")
 @click.option("--check", "check_only", is_flag=True,
               help="Only parse and verify each module (hlorun check), no pipeline.")
+@click.option("--split-input-file", is_flag=True,
+              help="Treat '// -----' separated chunks of each file as separate modules "
+                   "(records are named FILE:LINE).")
 @click.option("--disable-passes", multiple=True, metavar="LIST",
               help="Passes/pipelines not to run (as hlorun compile).")
 @click.option("--enable-passes-only", multiple=True, metavar="LIST",
@@ -60,7 +63,8 @@ def _pipeline_arg(value: str | None) -> str | None:
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
 @handle_errors
-def sweep_cmd(paths, output, pipeline, against, check_only, disable_passes, enable_passes_only,
+def sweep_cmd(paths, output, pipeline, against, check_only, split_input_file, disable_passes,
+              enable_passes_only,
               workers, scheduler, time_limit, memory_limit, retry, restart, plugins, fmt,
               progress):
     """Run a pipeline over many HLO modules (files and directories, searched
@@ -77,6 +81,7 @@ def sweep_cmd(paths, output, pipeline, against, check_only, disable_passes, enab
     from ..pipeline_select import split_names
     from ..source import UsageError
     from ..sweep import Limits, Progress, SweepOptions, discover, module_key, render_summary
+    from ..sweep.inputs import split_chunks
     from ..sweep import run_sweep
     from ..sweep.engine import import_distributed
     if workers and scheduler:
@@ -88,6 +93,8 @@ def sweep_cmd(paths, output, pipeline, against, check_only, disable_passes, enab
     files = discover(paths)
     if module_key(output) in {module_key(f) for f in files}:
         raise UsageError(f"refusing to write results over the input {output}")
+    if split_input_file:
+        files = split_chunks(files)
     for name in plugins:
         try:
             import_module(name)
@@ -97,7 +104,7 @@ def sweep_cmd(paths, output, pipeline, against, check_only, disable_passes, enab
                            pipeline=_pipeline_arg(pipeline), against=_pipeline_arg(against),
                            disable=tuple(split_names(disable_passes)),
                            enable_only=tuple(split_names(enable_passes_only)),
-                           plugins=tuple(plugins))
+                           plugins=tuple(plugins), split_input_file=split_input_file)
     if not check_only:  # a bad pipeline is the command's error, not every module's
         from ..sweep.adapter import load_spec
         load_spec(options.pipeline)

@@ -78,10 +78,36 @@ def discover(paths: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
+def split_chunks(files: list[str]) -> list[str]:
+    """``--split-input-file``: one label ``FILE:LINE`` per ``// -----``
+    separated module of each file (LINE: its first line), as ``hlorun check
+    --split-input-file`` labels them.  A file that cannot be read keeps one
+    label (``FILE:1``) and is reported as bad input by its task."""
+    from ..parser import split_input_file
+    from .adapter import read_module_text
+    out: list[str] = []
+    for f in files:
+        try:
+            chunks = split_input_file(read_module_text(f))
+        except Exception:
+            chunks = [(1, "")]
+        out.extend(f"{f}:{line}" for line, _ in chunks or [(1, "")])
+    return out
+
+
+def chunk_of(label: str) -> tuple[str, int]:
+    """``FILE:LINE`` -> (FILE, LINE)."""
+    path, _, line = label.rpartition(":")
+    if not path or not line.isdigit():
+        raise ValueError(f"not a FILE:LINE label: {label}")
+    return path, int(line)
+
+
 def module_key(path: str) -> str:
     """The identity of a module in a results file (resume): its absolute,
     normalized path."""
     return os.path.normpath(os.path.abspath(path))
 
 
-__all__ = ["discover", "is_dump_entry", "is_hlo_name", "module_key", "strip_compression"]
+__all__ = ["chunk_of", "discover", "is_dump_entry", "is_hlo_name", "module_key", "split_chunks",
+           "strip_compression"]

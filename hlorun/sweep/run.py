@@ -41,7 +41,7 @@ BATCH_MAX = 32
 def _weight(path: str) -> int:
     try:
         return os.path.getsize(path) * (8 if path.endswith((".gz", ".xz")) else 1)
-    except OSError:  # not visible here (a remote cluster's path): count it small
+    except OSError:  # a FILE:LINE chunk, or not visible here (a remote cluster's path)
         return 0
 
 

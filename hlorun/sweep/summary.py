@@ -91,8 +91,17 @@ def _compile_argv(opts: SweepOptions, path: str) -> list[str]:
 
 def next_command(key: tuple[str, ...], rec: dict[str, Any], opts: SweepOptions) -> str:
     path = rec["path"]
+    note = ""
+    if opts.split_input_file:  # FILE:LINE: the commands take a whole file
+        from .inputs import chunk_of
+        try:
+            path, line = chunk_of(path)
+            note = f"  # the module at line {line} of the file (// ----- separated)"
+        except ValueError:
+            pass
     if opts.mode == "check":
-        words = ["hlorun", "check", path]
+        words = ["hlorun", "check", path] + (["--split-input-file"] if opts.split_input_file else [])
+        note = ""
     elif key[0] == "violation":
         words = ["hlorun", "reduce", "--until", f"violation:{key[1]}", "--"] + _compile_argv(opts, path)
     elif key[0] == "pass-failure":
@@ -100,7 +109,7 @@ def next_command(key: tuple[str, ...], rec: dict[str, Any], opts: SweepOptions) 
         words = ["hlorun", "reduce", "--until", f"pass-fails:{name}", "--"] + _compile_argv(opts, path)
     else:
         words = ["hlorun"] + _compile_argv(opts, path)
-    return " ".join(shlex.quote(w) for w in words)
+    return " ".join(shlex.quote(w) for w in words) + note
 
 
 @dataclass

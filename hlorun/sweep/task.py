@@ -36,6 +36,8 @@ class SweepOptions:
     enable_only: tuple[str, ...] = ()
     #: Python modules each task process imports first (custom passes)
     plugins: tuple[str, ...] = ()
+    #: items are ``FILE:LINE`` labels of ``// -----`` separated modules
+    split_input_file: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -117,13 +119,33 @@ def prepare(opts: SweepOptions) -> None:
         pass
 
 
+def _chunk(label: str) -> tuple[str, str]:
+    """The text of the module at ``FILE:LINE`` (line numbers kept, as
+    ``hlorun check --split-input-file`` parses it) and FILE."""
+    from ..parser import split_input_file
+    from ..source import UsageError
+    from . import adapter
+    from .inputs import chunk_of
+    try:
+        path, line = chunk_of(label)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    for start, chunk in split_input_file(adapter.read_module_text(path)):
+        if start == line:
+            return "\n" * (line - 1) + chunk, path
+    raise UsageError(f"{path}: no module starts at line {line}")
+
+
 def execute(opts: SweepOptions, path: str) -> dict[str, Any]:
     """The record of one module (without time and memory)."""
     from ..source import HloError
     from . import adapter
     rec: dict[str, Any] = {"path": path}
     try:
-        text = adapter.read_module_text(path)
+        if opts.split_input_file:
+            text, path = _chunk(path)
+        else:
+            text = adapter.read_module_text(path)
         module = adapter.parse(text, path)
     except HloError as e:
         rec.update(status="bad-input", exit_code=e.exit_code, error=_short_error(e.render()))
