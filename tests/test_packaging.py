@@ -117,6 +117,14 @@ def test_zipped_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
     hlo.write_text(S0.read_text())
     env = _clean_env(PYTHONPATH=str(wheel), XDG_CACHE_HOME=str(tmp_path / "cache"))
     _smoke([sys.executable, "-m", "hlorun"], env, tmp_path, hlo)
+    # package data beyond pipelines and grammar: the autotuner's fitted cost
+    # constants and measured noise must be the checkout's, not a fallback
+    probe = ("from hlorun.autotune.cost import params_for; from hlorun.autotune import noise; "
+             "print(params_for('H100').source, bool(noise._table()))")
+    zipped = _run([sys.executable, "-c", probe], tmp_path, env)
+    here = _run([sys.executable, "-c", probe], REPO, _clean_env(PYTHONPATH=str(REPO)))
+    assert zipped.returncode == 0 and zipped.stdout == here.stdout, (zipped.stdout, here.stdout,
+                                                                     zipped.stderr)
 
 
 def test_editable_install_runs_from_outside_the_checkout(tmp_path):

@@ -121,7 +121,10 @@ FALLBACK_FIT = "H100"
 @lru_cache(maxsize=16)
 def _load_params(name: str, data_dir: str) -> CostParams | None:
     p = Path(data_dir) / f"params_{name}.json"
-    if not p.exists():
+    if Path(data_dir) == DATA_DIR:  # the bundled fits: importlib.resources (zipped wheels too)
+        from importlib import resources
+        p = resources.files(__package__).joinpath("data", f"params_{name}.json")
+    if not p.is_file():
         return None
     return CostParams.from_json(json.loads(p.read_text())["params"])
 

@@ -69,7 +69,9 @@ def measure_from_dataset(devices: Iterable[str]) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
-    return json.loads(DATA.read_text()) if DATA.exists() else {}
+    from importlib import resources  # package data: also inside a zipped wheel
+    p = resources.files(__package__).joinpath("data", DATA.name)
+    return json.loads(p.read_text()) if p.is_file() else {}
 
 
 def measured_sigma(ns: float, device: str | None = None) -> float:
