@@ -171,3 +171,26 @@ def test_check_output_catches_drift():
     for bad in (["row 12 -> 14 0.2 ms"], ["a 2 b"], ["ok: 3 passes run, 0.05 s", "a 1 b"]):
         with pytest.raises(AssertionError):
             check_output(bad, out)
+
+
+def test_inline_commands_in_the_prose_run(scratch):
+    """Inline `hlorun ...` spans that are complete commands (no placeholder
+    like DIR or COMMAND, no /tmp path of the reader's own run) exit 0; bare
+    command names must be real commands."""
+    from hlorun.cli import COMMANDS
+    d, env = scratch
+    prose = BLOCK.sub("", README.read_text())
+    spans = sorted(set(re.findall(r"`(hlorun(?: [^`]*)?)`", prose)))
+    assert spans
+    ran = 0
+    for span in spans:
+        words = span.split()[1:]
+        if len(words) == 1 and not words[0].startswith("-"):
+            assert words[0] in COMMANDS, span
+            continue
+        if any(re.fullmatch(r"[A-Z_]{2,}", w) for w in words) or "/tmp/" in span:
+            continue
+        r = _bash(span, d, env)
+        assert r.returncode == 0, f"{span}: exit {r.returncode}\n{r.stderr}"
+        ran += 1
+    assert ran >= 2
