@@ -80,6 +80,10 @@ def compile_flags(fn):
         click.option("--verify-each/--no-verify-each", default=True, show_default=True,
                      help="Run the pipeline's checkers after every changed pass (else only at "
                           "start and end)."),
+        click.option("--incremental-checks/--full-checks", "incremental_checks", default=True,
+                     show_default=True,
+                     help="Checkers re-examine only what changed since their last run "
+                          "(--full-checks: the whole module every time)."),
         click.option("--check-changed", is_flag=True,
                      help="Fingerprint the canonical print around each pass; flag passes whose "
                           "'changed' lies."),
