@@ -90,11 +90,15 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     diffs = DiffCollector()  # shown after the summary (text) or put in the JSON report
     from ..textout import JsonLines
     stream = JsonLines(report.write_stdout) if fmt == "jsonl" else None
-    result = api.compile(source, options=options, copy=False,
-                         listeners=[PassProgress()] + ([stream] if stream else []),
-                         diff_sink=diffs if show_diffs else (lambda h, lines: None),
-                         keep_diffs=bool(html or me_data),
-                         command_line=shlex.join(["hlorun", "compile"] + argv))
+    bar = PassProgress()
+    try:
+        result = api.compile(source, options=options, copy=False,
+                             listeners=[bar] + ([stream] if stream else []),
+                             diff_sink=diffs if show_diffs else (lambda h, lines: None),
+                             keep_diffs=bool(html or me_data),
+                             command_line=shlex.join(["hlorun", "compile"] + argv))
+    finally:  # also on Ctrl-C or a crash: give the terminal its cursor back
+        bar.close()
     if parse_seconds is not None:
         result.parse_seconds = parse_seconds
     if file == "-":
