@@ -27,6 +27,10 @@ from hlorun.pipeline_loader import load_pipeline
 from .conftest import SHARED, TESTDATA
 
 
+#: the largest program (a 12-layer transformer step, ~15 s per compile)
+SLOW = {"transformer_12l_bf16"}
+
+
 def _dump_dirs() -> list:
     out = []
     for root in (SHARED / "xla-dumps", TESTDATA / "xla-dumps"):
@@ -37,7 +41,8 @@ def _dump_dirs() -> list:
                 out += [pytest.param(s, id=f"gemm_sweep/{s.name}", marks=pytest.mark.slow)
                         for s in sorted(d.iterdir()) if s.is_dir()]
             elif d.is_dir():
-                out.append(pytest.param(d, id=d.name))
+                marks = [pytest.mark.slow] if d.name in SLOW else []
+                out.append(pytest.param(d, id=d.name, marks=marks))
     return out
 
 

@@ -52,7 +52,8 @@ def _dumps():
     out = []
     for root in (SHARED / "xla-dumps", TESTDATA / "xla-dumps"):
         if root.is_dir():
-            out += [pytest.param(d, id=d.name) for d in sorted(root.iterdir())
+            out += [pytest.param(d, id=d.name, marks=[pytest.mark.slow] if d.name == "transformer_12l_bf16" else [])
+                    for d in sorted(root.iterdir())
                     if (d / "autotune_results.textproto").is_file()
                     and any(d.glob("*before_optimizations.txt*"))]
     return out
