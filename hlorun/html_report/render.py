@@ -22,7 +22,7 @@ def _asset(name: str) -> str:
 
 
 def _blob(ident: str, text: str) -> str:
-    data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
+    data = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
     return f'<script type="application/octet-stream" id="{ident}">{data.decode("ascii")}</script>\n'
 
 
@@ -40,6 +40,11 @@ def render(data: dict[str, Any]) -> str:
     graph_svg, summarized = svg(kernels) if kernels else ("", False)
     data["groups"] = groups_of(kernels)
     buffers = data.pop("buffers", None)
+    # heavy, per-item detail is inflated by the viewer when a tab or a click needs it
+    autotune = data.pop("autotune", [])
+    origin_to_kernel = data.pop("origin_to_kernel", {})
+    data["kernels"] = None
+    data["n_kernels"], data["n_autotune"] = len(kernels), len(autotune)
     s = data["summary"]
     legend = "".join(f'<span><i style="background:{c}"></i>{escape(label)}</span>'
                      for label, c in CLASSES.values())
@@ -67,9 +72,9 @@ def render(data: dict[str, Any]) -> str:
         '<details><summary>all kernels</summary><table id="ktable"><thead><tr><th>kernel</th><th>kind</th>'
         '<th>shape</th><th>formed by</th></tr></thead><tbody></tbody></table></details></section>',
         '<section id="autotune" class="tab">'
-        + (f'<p>{len(data["autotune"])} GEMMs decided. Click a column to sort, a row for its rejected '
+        + (f'<p>{len(autotune)} GEMMs decided. Click a column to sort, a row for its rejected '
            'configurations and candidates.</p><div class="scroll"><table id="attable"><thead></thead><tbody>'
-           '</tbody></table></div><div id="atpanel"></div>' if data["autotune"]
+           '</tbody></table></div><div id="atpanel"></div>' if autotune
            else '<p class="muted">No autotuner decisions in this compile.</p>'
                 '<table id="attable"><thead></thead><tbody></tbody></table>')
         + "</section>",
@@ -80,8 +85,10 @@ def render(data: dict[str, Any]) -> str:
     ]
     for i, lines in diffs.items():
         out.append(_blob(f"diff-{i}", "\n".join(lines)))
-    out.append(_blob("index", json.dumps(index, separators=(",", ":"))))
-    out.append(_blob("bodies", json.dumps(bodies, separators=(",", ":"))))
+    out.append(_blob("blob-index", json.dumps(index, separators=(",", ":"))))
+    for ident, obj in (("bodies", bodies), ("kernels", kernels), ("autotune", autotune),
+                       ("o2k", origin_to_kernel)):
+        out.append(_blob("blob-" + ident, json.dumps(obj, separators=(",", ":"))))
     out.append(f"<script>{_asset('report.js')}</script></body></html>\n")
     return "".join(out)
 

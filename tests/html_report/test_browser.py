@@ -118,9 +118,11 @@ def test_training_step_report_in_a_browser(browser, tmp_path):
     page.shot("step-kernels")
     # the autotuner table sorts by margin on a click
     pg.click("nav button[data-tab=autotune]")
+    pg.wait_for_selector("#attable tbody tr")
     rows = pg.locator("#attable tbody tr")
     assert rows.count() == len(r.autotune) > 0
     pg.click("#attable th[data-key=margin]")
+    pg.wait_for_selector("#attable th[data-key=margin]:has-text('▲')")
     margins = [m for m in (d.margin for d in r.autotune) if m is not None]
     first = pg.locator("#attable tbody tr").first.locator("td").nth(6).inner_text()
     assert first == f"{100 * min(margins):.1f}%"

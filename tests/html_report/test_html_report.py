@@ -43,8 +43,13 @@ def _blobs(html: str) -> dict[str, str]:
 
 
 def _data(html: str) -> dict:
+    """The page's data, with the lazily inflated parts put back."""
     m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
-    return json.loads(m.group(1).replace("<\\/", "</"))
+    data = json.loads(m.group(1).replace("<\\/", "</"))
+    blobs = _blobs(html)
+    for key, blob in (("kernels", "kernels"), ("autotune", "autotune"), ("origin_to_kernel", "o2k")):
+        data[key] = json.loads(blobs["blob-" + blob])
+    return data
 
 
 def test_instruction_index_classifies_what_a_pass_did():
@@ -73,7 +78,7 @@ def test_s0_report_shows_the_violation_and_the_culprit_pass(s0_result):
     assert {f"diff-{p['index']}" for p in changed} <= set(blobs)
     assert not any(f"diff-{p['index']}" in blobs for p in data["passes"] if not p["changed"])
     # the reshape the violation names can be followed through the pipeline
-    index = json.loads(blobs["index"])
+    index = json.loads(blobs["blob-index"])
     assert v["instruction"] in index
     # the hipBLASLt call the autotuner forced is coloured as hipBLASLt on ROCm
     k = [k for k in data["kernels"] if k["category"].startswith("custom-call:")]
@@ -94,7 +99,7 @@ def test_training_step_report_has_kernels_graph_and_autotuner(step_result):
     classes = {k["class"] for k in kernels}
     assert {"triton-gemm", "loop", "input"} <= classes
     assert html.count('class="knode"') == len(kernels) <= MAX_NODES
-    bodies = json.loads(_blobs(html)["bodies"])
+    bodies = json.loads(_blobs(html)["blob-bodies"])
     gemm = next(k["name"] for k in kernels if k["class"] == "triton-gemm")
     assert " dot(" in bodies[gemm]
     assert len(data["autotune"]) == len(step_result.autotune) > 0

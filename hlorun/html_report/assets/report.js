@@ -1,7 +1,7 @@
 "use strict";
 // hlorun compile report viewer: reads the JSON in #report-data and inflates
 // gzip'd blobs (diffs, kernel bodies, instruction index) on demand.
-(function () {
+(async function () {
   const D = JSON.parse(document.getElementById("report-data").textContent);
   const $ = (s, r) => (r || document).querySelector(s);
   const esc = (s) => String(s == null ? "" : s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
@@ -21,7 +21,10 @@
     document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
     document.querySelectorAll("section.tab").forEach((s) => s.classList.toggle("on", s.id === tab));
   }
-  document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => show(b.dataset.tab)));
+  document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => {
+    show(b.dataset.tab);
+    if (b.dataset.tab === "autotune") loadAutotune();
+  }));
 
   // ---- HLO highlighting -----------------------------------------------------
   const SHAPE = /\b((?:pred|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|f16|bf16|f32|f64|c64|c128|f8e\w+|token)\[[^\]]*\](?:\{[^}]*\})?)/g;
@@ -156,10 +159,10 @@
   // ---- follow one instruction -----------------------------------------------
   async function follow(name) {
     show("follow");
-    const idx = (await json("index")) || {};
+    const idx = (await json("blob-index")) || {};
     const hist = idx[name] || [];
-    const kernels = (D.origin_to_kernel[name] || []).slice();
-    const kn = D.kernels.find((k) => k.name === name);
+    const kernels = (((await json("blob-o2k")) || {})[name] || []).slice();
+    const kn = (await kernelIndex())[name];
     const remarks = [];
     for (const p of D.passes) for (const r of p.remarks) if (r.includes(name)) remarks.push(`#${p.index} ${p.path}: ${r}`);
     const rows = hist.map(([i, how]) => `<tr><td>${i}</td><td><button class="lnk" data-pass="${i}">${esc(passByIndex[i] ? passByIndex[i].path : i)}</button></td><td>${esc(how)}</td></tr>`).join("");
@@ -179,12 +182,18 @@
   $("#follow-go").addEventListener("click", () => follow($("#follow-name").value.trim().replace(/^%/, "")));
 
   // ---- kernels ---------------------------------------------------------------
-  const kernelByName = {};
-  D.kernels.forEach((k) => (kernelByName[k.name] = k));
+  let kernelByName = null;
+  async function kernelIndex() {
+    if (!kernelByName) {
+      kernelByName = {};
+      ((await json("blob-kernels")) || []).forEach((k) => (kernelByName[k.name] = k));
+    }
+    return kernelByName;
+  }
   async function openKernel(name) {
-    const k = kernelByName[name];
+    const k = (await kernelIndex())[name];
     if (!k) return;
-    const bodies = (await json("bodies")) || {};
+    const bodies = (await json("blob-bodies")) || {};
     $("#kpanel").innerHTML = `<h3 class="mono">${esc(k.name)}</h3><p>${esc(k.kind)} &middot; ${esc(k.category)} &middot; <span class="mono">${esc(k.shape)}</span>${k.hero ? " &middot; hero " + esc(k.hero) : ""}</p>
       <p>Formed by: ${k.formed_by.map(esc).join(", ") || "-"}</p>
       <p>Operands: ${k.operands.map((o) => `<button class="lnk" data-kernel="${esc(o)}">${esc(o)}</button>`).join(", ") || "-"}</p>
@@ -192,8 +201,9 @@
       ${k.story.length ? `<h4>why</h4><pre>${k.story.map(esc).join("\n")}</pre>` : ""}
       ${bodies[name] ? `<h4>body</h4><pre>${bodies[name].split("\n").map(hlo).join("\n")}</pre>` : ""}`;
   }
-  function openGroup(name) {
+  async function openGroup(name) {
     const members = D.groups[name] || [];
+    await kernelIndex();
     $("#kpanel").innerHTML = `<h3>${esc(name)}: ${members.length} kernels</h3>` + members.map((m) => `<button class="lnk" data-kernel="${esc(m)}">${esc(m)}</button> <span class="muted small">${esc(kernelByName[m] ? kernelByName[m].kind : "")}</span>`).join("<br>");
   }
   const graph = $("#kgraph");
@@ -205,14 +215,19 @@
     const b = e.target.closest("button"); if (!b) return;
     if (b.dataset.kernel) openKernel(b.dataset.kernel); else if (b.dataset.follow) follow(b.dataset.follow);
   });
-  $("#ktable tbody").innerHTML = D.kernels.map((k) => `<tr><td><button class="lnk" data-kernel="${esc(k.name)}">${esc(k.name)}</button></td><td>${esc(k.kind)}</td><td class="mono">${esc(k.shape)}</td><td>${esc(k.formed_by.join(", "))}</td></tr>`).join("");
+  let ktable = false;
+  $("#ktable").closest("details").addEventListener("toggle", async () => {
+    if (ktable) return;
+    ktable = true;
+    const ks = (await json("blob-kernels")) || [];
+    $("#ktable tbody").innerHTML = ks.map((k) => `<tr><td><button class="lnk" data-kernel="${esc(k.name)}">${esc(k.name)}</button></td><td>${esc(k.kind)}</td><td class="mono">${esc(k.shape)}</td><td>${esc(k.formed_by.join(", "))}</td></tr>`).join("");
+  });
   $("#ktable").addEventListener("click", (e) => { const b = e.target.closest("button"); if (b) openKernel(b.dataset.kernel); });
 
   // ---- autotuner ---------------------------------------------------------------
   let sortKey = null, sortDir = 1;
-  const AT = D.autotune;
+  let AT = [];
   const cols = [["instruction", "GEMM"], ["shape", "shape"], ["types", "types"], ["winner", "chosen"], ["winner_us", "us"], ["runner_up", "runner-up"], ["margin", "margin"], ["flip_rate", "flip risk"], ["considered", "candidates"], ["nrej", "rejected"]];
-  AT.forEach((r) => (r.nrej = r.rejected.length));
   function atTable() {
     const rows = AT.slice();
     if (sortKey) rows.sort((a, b) => { const x = a[sortKey], y = b[sortKey]; return (x == null) - (y == null) || (x < y ? -1 : x > y ? 1 : 0) * sortDir; });
@@ -221,8 +236,15 @@
       <td>${r.winner_us == null ? "" : r.winner_us.toFixed(2)}</td><td>${esc(r.runner_up)}</td><td>${r.margin == null ? "" : (100 * r.margin).toFixed(1) + "%"}</td>
       <td>${r.flip_rate == null ? "" : (100 * r.flip_rate).toFixed(0) + "%"}</td><td>${esc(r.considered)}</td><td>${r.nrej}</td></tr>`).join("");
   }
-  if (AT.length) {
+  let atLoaded = false;
+  async function loadAutotune() {
+    if (atLoaded || !D.n_autotune) return;
+    atLoaded = true;
+    AT = (await json("blob-autotune")) || [];
+    AT.forEach((r) => (r.nrej = r.rejected.length));
     atTable();
+  }
+  if (D.n_autotune) {
     $("#attable thead").addEventListener("click", (e) => { const th = e.target.closest("th"); if (!th) return; const k = th.dataset.key; sortDir = sortKey === k ? -sortDir : 1; sortKey = k; atTable(); });
     $("#attable tbody").addEventListener("click", (e) => {
       const tr = e.target.closest("tr"); if (!tr) return;
