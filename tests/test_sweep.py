@@ -281,6 +281,15 @@ def test_resume_skips_done_modules_and_drops_a_cut_line(tmp_path):
     # other options: refused, not mixed in
     r, _ = sweep(*files, out=out)
     assert r.exit_code == 1 and "other options" in r.stderr and "pipeline" in r.stderr
+    # a file that is not a results file: refused, left alone
+    other = tmp_path / "notes.jsonl"
+    other.write_text("garbage\n{}\n")
+    r, _ = sweep(*files, out=other)
+    assert r.exit_code == 1 and "not a JSON line" in r.stderr
+    assert other.read_text() == "garbage\n{}\n"
+    # a results file under directories that do not exist yet
+    r, doc = sweep(files[0], out=tmp_path / "new" / "dir" / "r.jsonl")
+    assert r.exit_code == 0 and doc["counts"] == {"ok": 1}
 
 
 def test_ctrl_c_leaves_a_valid_file_and_the_rerun_finishes(tmp_path):

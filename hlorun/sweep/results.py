@@ -71,7 +71,15 @@ class ResultsFile:
 
     def open(self, restart: bool = False) -> dict[str, dict[str, Any]]:
         """Open for appending; returns the records already there (module key
-        -> newest record), empty for a new file or with ``restart``."""
+        -> newest record), empty for a new file or with ``restart``.  The
+        file's directory is created if needed."""
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            return self._open(restart)
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot write the results: {e.strerror or e}") from None
+
+    def _open(self, restart: bool) -> dict[str, dict[str, Any]]:
         exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
         if exists and not restart:
             header, records, good = read_records(self.path)
