@@ -22,3 +22,23 @@ def test_parse_bench_reports_speed_memory_and_summary(tmp_path):
     assert row["instructions"] > 100 and row["parse_mb_s"] > 0 and row["print_mb_s"] > 0
     assert 100 < row["peak_bytes_per_instr"] < 20000
     assert "XLA's parser not measured" in r.stdout
+
+
+def test_pipeline_scale_bench_generates_and_measures(tmp_path):
+    """bench/pipeline_scale.py: a 1- and 2-layer JAX training step generated
+    (bench extra), gpu-cuda run in child processes, a row each with the
+    ratio to XLA's C++ parse and the cost growth between them."""
+    import pytest
+    pytest.importorskip("jax")
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "pipeline_scale.py"),
+                        "--layers", "1,2", "--dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| transformer_L")]
+    assert len(rows) == 2 and "FAILED" not in r.stdout
+    cells = rows[1].split("|")
+    assert int(cells[2].replace(",", "")) > int(rows[0].split("|")[2].replace(",", ""))
+    assert "x XLA" not in rows[1] and "x)" in cells[4]  # the pipeline's ratio to XLA's parse
+    assert "priority-fusion" in rows[1]
+    assert "per-instruction cost growth" in r.stdout
+    assert (tmp_path / "transformer_L2_bf16_train_step.hlo").read_text().startswith("HloModule")
