@@ -123,6 +123,11 @@ def test_sweep_reports_a_module_of_every_status(every_status):
     # bad input: the located parse error
     bad = recs["bad_input_dot_general.hlo"]
     assert bad["exit_code"] == 1 and "args_1_.9" in bad["error"] and bad["line"] == 6
+    # totals over the modules
+    t = doc["totals"]
+    assert t["autotune"]["gemms"] == sum((r.get("autotune") or {}).get("gemms", 0)
+                                         for r in recs.values()) >= 2
+    assert t["kernels"]["custom-call:__cublas$lt$matmul"] >= 2
 
 
 def test_timeout_and_crashes_lose_only_their_module(every_status):
@@ -218,6 +223,7 @@ def test_summary_text_and_progress_counts(every_status, terminal):
     assert "next: hlorun reduce --until pass-fails:sweep-test-hook -- compile " in text
     assert "1 x violation reshape-is-bitcast after hlo_normalization/cublas-gemm-rewriter" in text
     assert "4/11 modules ok" in text and f"results: {out}" in text
+    assert "autotuned GEMMs: " in text and "final kernels: " in text
     terminal.truncate(0)
     p = Progress(enabled=True)
     from collections import Counter

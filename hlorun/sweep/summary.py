@@ -175,6 +175,22 @@ class Summary:
         busy = self.wall_seconds - (self.startup_seconds or 0.0)
         return round(self.ran / busy, 3) if busy > 0 else None
 
+    def totals(self) -> dict[str, Any]:
+        """Across the compiled modules: kernels by kind, GEMMs tuned and
+        their winning backends, candidates rejected."""
+        kernels: Counter = Counter()
+        backends: Counter = Counter()
+        gemms = rejected = 0
+        for r in self.records:
+            kernels.update(r.get("kernels") or {})
+            a = r.get("autotune") or {}
+            gemms += a.get("gemms", 0)
+            rejected += a.get("rejected", 0)
+            backends.update(a.get("backends") or {})
+        return {"kernels": dict(kernels.most_common()),
+                "autotune": {"gemms": gemms, "backends": dict(backends.most_common()),
+                             "rejected": rejected}}
+
     def exit_code(self) -> int:
         """2 if a module failed (violation, pass failure, timeout, crash),
         else 1 if one was bad input, else 0."""
@@ -201,6 +217,7 @@ class Summary:
                                    else round(self.client_cpu_seconds, 3)),
             "slowest": [{"path": r["path"], "seconds": r["seconds"], "status": r.get("status"),
                          "peak_rss_mb": r.get("peak_rss_mb")} for r in self.slowest()],
+            "totals": self.totals(),
             "failures": [],
             "exit_code": self.exit_code(),
         }

@@ -71,6 +71,15 @@ def render_summary(doc: dict[str, Any], results_path: str | None, interrupted: b
             head += f" ({rate:.2f} modules/s)"
     report.table(head, ["status", "modules"],
                  [(s, str(n)) for s, n in counts.items()])
+    t = doc.get("totals") or {}
+    if t.get("kernels"):
+        kinds = ", ".join(f"{k} {n}" for k, n in list(t["kernels"].items())[:8])
+        report.info(f"final kernels: {kinds}")
+    a = t.get("autotune") or {}
+    if a.get("gemms"):
+        report.info(f"autotuned GEMMs: {a['gemms']} ("
+                    + ", ".join(f"{b} {n}" for b, n in a["backends"].items())
+                    + f"), {a['rejected']} candidates rejected")
     if doc["slowest"]:
         report.table("slowest modules", ["seconds", "peak MiB", "status", "module"],
                      [(f"{r['seconds']:.2f}", "-" if r.get("peak_rss_mb") is None
