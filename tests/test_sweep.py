@@ -402,6 +402,19 @@ def test_scheduler_address_runs_on_an_existing_cluster(tmp_path):
         # --workers makes no sense with a cluster of its own
         r, _ = sweep(*files, "--scheduler", address, "-j", "2", out=tmp_path / "x.jsonl")
         assert r.exit_code == 1 and "exclude each other" in r.stderr
+        # a worker without hlorun: refused before any module is lost to it
+        bare = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--host",
+             "127.0.0.1", "--no-dashboard"], cwd=tmp_path, env=bare, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True))
+        from distributed import Client
+        with Client(address, timeout=30) as c:
+            c.wait_for_workers(3, timeout=90)
+        r, _ = sweep(*files, *S0_FLAGS, "--scheduler", address, out=tmp_path / "y.jsonl")
+        assert r.exit_code == 1, r.output
+        assert "1 of 3 Dask workers do not have hlorun" in r.stderr
+        assert "cannot import hlorun: ModuleNotFoundError" in r.stderr
     finally:
         for p in reversed(procs):
             os.killpg(p.pid, signal.SIGTERM)

@@ -88,6 +88,30 @@ class Engine:
         where = "local cluster" if self.cluster is not None else f"scheduler {info.get('address')}"
         return f"{len(w)} workers ({self.threads()} threads), {where}"
 
+    def check_workers(self) -> None:
+        """Every worker of an existing cluster must import this hlorun
+        (same version): else every task would fail the same way."""
+        from .. import __version__
+
+        def probe():  # pickled by value: runs even where hlorun is missing
+            import importlib
+            try:
+                importlib.import_module("hlorun.sweep.isolate")
+                return importlib.import_module("hlorun").__version__
+            except Exception as e:
+                return f"cannot import hlorun: {type(e).__name__}: {e}"
+        try:
+            found = self.client.run(probe)
+        except Exception as e:
+            raise UsageError(f"the Dask workers cannot run hlorun tasks: {e}") from None
+        bad = {w: v for w, v in found.items() if v != __version__}
+        if bad:
+            lines = [f"  {w}: {v if v.startswith('cannot') else f'hlorun {v}'}"
+                     for w, v in sorted(bad.items())]
+            raise UsageError(f"{len(bad)} of {len(found)} Dask workers do not have hlorun "
+                             f"{__version__} (pip install 'hlorun[sweep]' there):\n"
+                             + "\n".join(lines))
+
     def wait_for_workers(self, n: int = 1, timeout: float = 60.0) -> None:
         try:
             self.client.wait_for_workers(n, timeout=timeout)

@@ -121,6 +121,7 @@ def run_sweep(files: Sequence[str], options: SweepOptions, output: str, *,
             engine = engine_factory(workers=workers, scheduler=scheduler)
             if scheduler:
                 engine.wait_for_workers(1)
+                engine.check_workers()
             where = engine.describe()
             t_ready = time.perf_counter()
         else:
@@ -162,6 +163,7 @@ def run_unordered(files: Sequence[str], options: SweepOptions, *, workers: int |
     try:
         if scheduler:
             engine.wait_for_workers(1)
+            engine.check_workers()
         if progress is not None:
             progress.start(len(files), Counter(), engine.describe())
         for rec in stream(engine, files, options, limits):
