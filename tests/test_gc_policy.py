@@ -48,6 +48,10 @@ def test_pipeline_policy_freezes_and_restores():
     assert all(t == before for t in seen_default.thresholds)
     assert all(f == 0 for f in seen_default.frozen)
     assert text == text_default
+    text_thr, seen_thr, _ = _run("thresholds")
+    assert all(t[0] >= 50_000 for t in seen_thr.thresholds)
+    assert all(f == 0 for f in seen_thr.frozen)
+    assert text_thr == text
 
 
 def test_policies_nest_and_reject_unknown_names():
