@@ -259,6 +259,8 @@ def run_campaign(count: int | None, seconds: float | None, seed: int, workers: i
                 f = failures.setdefault(sig, {"case": i, "outcome": outcome, "mutators": muts,
                                               "count": 0})
                 f["count"] += 1
+                if progress and f["count"] == 1:  # new failure kinds as they appear
+                    print(f"  case {i} ({muts}, {dt:.1f}s): {sig}", file=sys.stderr, flush=True)
         for conn, (p, cur, stop, last) in list(running.items()):
             if now - last > 2 * timeout + 5:  # stuck in C code: kill, count a hang
                 p.kill()
