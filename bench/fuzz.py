@@ -192,16 +192,16 @@ def _worker(conn, seeds, base_seed, start, stop, timeout, passes, max_mem):
 
 def run_campaign(count: int | None, seconds: float | None, seed: int, workers: int,
                  timeout: float, passes: str, max_seed_kb: int, max_mem: int,
-                 progress: bool = True) -> dict:
+                 progress: bool = True, start: int = 0) -> dict:
     seeds = load_seeds(max_seed_kb)
     ctx = mp.get_context("fork")
     counts: collections.Counter = collections.Counter()
     failures: dict[str, dict] = {}
     slowest = (0.0, -1)
     deadline = time.monotonic() + seconds if seconds else None
-    total = count if count is not None else 10**9
+    total = start + count if count is not None else 10**9
     chunk = 200
-    next_case = 0
+    next_case = start
     running: dict = {}  # conn -> [proc, next expected case, stop, last message time]
     t_start = time.monotonic()
 
@@ -323,6 +323,7 @@ def main(argv=None) -> int:
     ap.add_argument("-n", "--count", type=int, default=None, help="number of cases")
     ap.add_argument("--seconds", type=float, default=None, help="stop after this long")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="first case number (cases are (seed, i))")
     ap.add_argument("-j", "--workers", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=5.0, help="per-case hang limit (s)")
     ap.add_argument("--passes", default=DEFAULT_PASSES, help="short pipeline ('' for none)")
@@ -336,7 +337,7 @@ def main(argv=None) -> int:
     if a.count is None and a.seconds is None:
         a.count = 1000
     r = run_campaign(a.count, a.seconds, a.seed, a.workers, a.timeout, a.passes,
-                     a.max_seed_kb, a.max_mem, progress=not a.quiet)
+                     a.max_seed_kb, a.max_mem, progress=not a.quiet, start=a.start)
     if a.crash_dir and r["failures"]:
         seeds = load_seeds(a.max_seed_kb)
         os.makedirs(a.crash_dir, exist_ok=True)

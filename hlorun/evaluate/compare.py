@@ -336,6 +336,15 @@ def reduction_lengths(module) -> list[int]:
     return out
 
 
+#: dot algorithm -> the type whose tolerance its result gets (TF32 has
+#: f16's 10 mantissa bits; the 3-pass splits keep about 16 bits)
+_ALGORITHM_TOLERANCE = {
+    "dot_bf16_bf16_f32": "bf16", "dot_bf16_bf16_f32_x3": "f16",
+    "dot_tf32_tf32_f32": "f16", "dot_f16_f16_f32": "f16",
+    "dot_any_f8_any_f8_f32": "f8e4m3fn", "dot_any_f8_any_f8_f32_fast_accum": "f8e4m3fn",
+}
+
+
 def _narrowest(a: str | None, b: str | None) -> str | None:
     if a is None:
         return b
@@ -363,6 +372,9 @@ def tolerance_types(module) -> list[str]:
 
     def own(ins) -> str | None:
         best = None
+        alg = ins.attrs.get("algorithm") if ins.opcode == "dot" and ins.attrs else None
+        if alg:  # the operand precision of a dot algorithm bounds its result
+            best = _ALGORITHM_TOLERANCE.get(str(alg).lower())
         for _, s in (ins.shape.leaves() if ins.shape.is_tuple else [((), ins.shape)]):
             if s.is_array and s.element_type in _MANTISSA:
                 best = _narrowest(best, s.element_type)

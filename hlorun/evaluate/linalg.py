@@ -84,13 +84,85 @@ def _blas_ready(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    import ml_dtypes
+    return x.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    """f32 -> TF32 (10 mantissa bits), round to nearest, ties away from zero
+    (the tensor cores' cvt.rna.tf32.f32)."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    finite = (u & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    r = np.where(finite, (u + np.uint32(0x1000)) & np.uint32(0xFFFFE000), u)
+    return r.astype(np.uint32).view(np.float32)
+
+
+def _trunc_tf32(x: np.ndarray) -> np.ndarray:
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return (u & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _splits(x: np.ndarray, parts: int, kind: str) -> list[np.ndarray]:
+    """x = sum of ``parts`` lower-precision pieces (bf16 by rounding, as
+    XLA's algorithm expansion; tf32 by truncating the mantissa)."""
+    out = []
+    rest = np.asarray(x, dtype=np.float32)
+    for _ in range(parts):
+        piece = _round_bf16(rest) if kind == "bf16" else _trunc_tf32(rest)
+        out.append(piece)
+        with np.errstate(all="ignore"):
+            rest = rest - piece
+    return out
+
+
+#: algorithm -> (operand format, pieces per operand, products kept: i + j < n)
+_ALGORITHMS = {
+    "dot_bf16_bf16_f32": ("bf16", 1, 1), "dot_bf16_bf16_f32_x3": ("bf16", 2, 2),
+    "dot_bf16_bf16_f32_x6": ("bf16", 3, 3), "dot_bf16_bf16_f32_x9": ("bf16", 3, 5),
+    "dot_tf32_tf32_f32": ("tf32", 1, 1), "dot_tf32_tf32_f32_x3": ("tf32", 2, 2),
+}
+
+
+def _algorithm_dot(lhs, rhs, dims, algorithm: str) -> np.ndarray | None:
+    """The dot as ``algorithm`` computes it (operands rounded to bf16, f16
+    or TF32, or split into pieces whose cross products are summed, like
+    XLA's dot-algorithm expansion), or None for algorithms that are plain
+    f32 (or narrower-operand) dots here."""
+    if algorithm == "dot_f16_f16_f32":
+        return dot_general(lhs.astype(np.float32).astype(np.float16), rhs.astype(np.float32)
+                           .astype(np.float16), *dims)
+    spec = _ALGORITHMS.get(algorithm)
+    if spec is None or lhs.dtype.kind == "c":
+        return None
+    kind, parts, order = spec
+    if parts == 1:
+        r = _round_bf16 if kind == "bf16" else _round_tf32
+        return dot_general(r(lhs), r(rhs), *dims)
+    ls, rs = _splits(lhs, parts, kind), _splits(rhs, parts, kind)
+    out = None
+    # smallest terms first, as the expansion adds them
+    for i, j in sorted(((i, j) for i in range(parts) for j in range(parts) if i + j < order),
+                       key=lambda t: -(t[0] + t[1])):
+        term = dot_general(ls[i], rs[j], *dims)
+        out = term if out is None else out + term
+    return out
+
+
 @handler("dot")
 def _dot(ev, instr, ops):
     lhs, rhs = ops
     if "sparsity" in instr.attrs:
         raise EvaluationError("sparse dot is not supported by the evaluator")
-    out = dot_general(lhs, rhs, instr.int_list("lhs_batch_dims"), instr.int_list("lhs_contracting_dims"),
-                      instr.int_list("rhs_batch_dims"), instr.int_list("rhs_contracting_dims"))
+    dims = (instr.int_list("lhs_batch_dims"), instr.int_list("lhs_contracting_dims"),
+            instr.int_list("rhs_batch_dims"), instr.int_list("rhs_contracting_dims"))
+    out = None
+    alg = instr.attrs.get("algorithm")
+    if alg and is_float_dtype(lhs.dtype) and is_float_dtype(rhs.dtype):
+        with np.errstate(all="ignore"):
+            out = _algorithm_dot(lhs, rhs, dims, str(alg).lower())
+    if out is None:
+        out = dot_general(lhs, rhs, *dims)
     return cast_result(out, instr.shape.element_type)
 
 

@@ -28,7 +28,8 @@ def _pair(name):
 
 
 @pytest.mark.parametrize("name", ["transformer_2l_bf16", "moe_topk_train", "gqa_decode_loop",
-                                  "mlp_train_mixed"])
+                                  "mlp_train_mixed", "dot_algorithms_no_triton",
+                                  "sort_total_order"])
 def test_xla_before_and_after_optimization_agree_with_default_inputs(name):
     before, after = _pair(name)
     r = CliRunner().invoke(cli, ["compare", str(before), str(after), "--format", "json"])
@@ -130,3 +131,24 @@ def test_f64_referee_excuses_a_better_rounding_not_a_wrong_result():
     cmp = compare_values(ra, wrong, output_types(a), rtol=1e-5, atol=1e-5)
     referee(cmp, ra, wrong, ref)
     assert not cmp.ok and "also differs from the f64 reference" in cmp.leaves[0].referee
+
+
+def test_dot_algorithms_round_operands_like_the_hardware():
+    """algorithm=dot_bf16_bf16_f32 multiplies bf16-rounded operands (XLA
+    converts them before cuBLAS); the x3/x6/x9 splits come back to f32
+    accuracy; without the rounding, XLA's own optimized module 'differed'
+    from its input by 53x the tolerance."""
+    from hlorun.evaluate.linalg import _algorithm_dot
+    rng = np.random.default_rng(0)
+    a = rng.random((64, 128), dtype=np.float32) - 0.5
+    b = rng.random((128, 32), dtype=np.float32) - 0.5
+    dims = ([], [1], [], [0])
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    err = {alg: float(np.abs(_algorithm_dot(a, b, dims, alg) - exact).max())
+           for alg in ("dot_bf16_bf16_f32", "dot_bf16_bf16_f32_x3", "dot_bf16_bf16_f32_x6",
+                       "dot_bf16_bf16_f32_x9", "dot_tf32_tf32_f32", "dot_tf32_tf32_f32_x3")}
+    f32 = float(np.abs(a @ b - exact).max())
+    assert err["dot_bf16_bf16_f32"] > 100 * f32
+    assert err["dot_tf32_tf32_f32"] > 10 * f32
+    assert err["dot_bf16_bf16_f32"] > err["dot_bf16_bf16_f32_x3"] > err["dot_bf16_bf16_f32_x6"]
+    assert err["dot_bf16_bf16_f32_x9"] < 10 * f32 and err["dot_tf32_tf32_f32_x3"] < 10 * f32
