@@ -267,7 +267,6 @@ def main(argv=None) -> int:
         print(f"per-instruction cost growth {a_['instructions']:,} -> {b_['instructions']:,} "
               f"instructions: {g:.2f}")
     if a.mixtral:
-        from hlorun.fileio import load_module  # noqa: F401  (fails early without hlorun)
         shared = Path(os.environ.get("HLORUN_SHARED", REPO.parent / "shared"))
         if not shared.is_dir():
             shared = Path("/work/shared")
