@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hlorun.parser import load_module  # noqa: E402
+from hlorun.text.parser import load_module  # noqa: E402
 from hlorun.passes import pass_class  # noqa: E402
 from hlorun.passes.base import Target  # noqa: E402
 

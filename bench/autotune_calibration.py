@@ -43,7 +43,7 @@ def s4_prediction() -> dict:
     from hlorun.autotune.candidates import triton_candidate
     from hlorun.autotune.problem import gemm_problem
     from hlorun.autotune.triton import TritonConfig
-    from hlorun.parser import load_module
+    from hlorun.text.parser import load_module
     from hlorun.passes import pass_class
     from hlorun.passes.base import Target
     m = load_module(Path(__file__).resolve().parent.parent / "testdata/s4/gemm_add_bf16.hlo")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hlorun.autotune import dataset as D  # noqa: E402
 from hlorun.autotune.problem import gemm_problem  # noqa: E402
 from hlorun.autotune.xla_logs import read_logs, read_results  # noqa: E402
-from hlorun.parser import load_module  # noqa: E402
+from hlorun.text.parser import load_module  # noqa: E402
 
 OPNAME = re.compile(r'op_name=\\?"jit\((\w+)\)/(c\d+)/')
 INSTR = re.compile(r"^%?([\w.\-]+) = ")

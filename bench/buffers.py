@@ -27,7 +27,7 @@ if not SHARED.exists():
     SHARED = Path("/work/shared")
 
 from hlorun.buffers import assign_buffers  # noqa: E402
-from hlorun.parser import load_module, parse_module  # noqa: E402
+from hlorun.text.parser import load_module, parse_module  # noqa: E402
 
 SMALL = "xla__tools__data__benchmarking__mobilenet_v2.hlo"
 
@@ -35,7 +35,7 @@ SMALL = "xla__tools__data__benchmarking__mobilenet_v2.hlo"
 def largest_corpus_module() -> Path:
     """The corpus file with the most instructions (ranked by text size,
     then parsed)."""
-    from hlorun.fileio import read_text
+    from hlorun.text.fileio import read_text
     files = sorted((SHARED / "corpus" / "xla" / "files").glob("*"))
     sized = []
     for f in files:

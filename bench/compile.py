@@ -35,9 +35,9 @@ DEFAULT = SHARED / "corpus/xla/files/xla__tools__benchmarks__hlo__hlo_mixtral_8x
 
 def run_once(path: str, pipeline: str | None, check_changed: bool):
     import hlorun
-    from hlorun import report
+    from hlorun.report import console as report
     from hlorun.cli.compile_view import render_text
-    from hlorun.fileio import write_atomic
+    from hlorun.text.fileio import write_atomic
     # Rendered diffs and the table go to an in-memory sink (their rendering
     # cost is still measured, inside the diff listener).
     sink = io.StringIO()

@@ -48,7 +48,7 @@ TARGETS = {
 
 def parser_suites(results: dict) -> None:
     import hlorun
-    from hlorun.source import HloParseError
+    from hlorun.errors import HloParseError
     cases = corpus.parser_cases()
     pos = neg = rt = nrt = 0
     pos_ok = neg_ok = rt_ok = nrt_ok = 0
@@ -92,7 +92,7 @@ def parser_suites(results: dict) -> None:
 
 def files_suite(results: dict) -> None:
     import hlorun
-    from hlorun.source import HloParseError
+    from hlorun.errors import HloParseError
     ok = total = 0
     for entry in corpus.file_entries():
         for label, _, text in corpus.file_chunks(entry):
@@ -107,8 +107,8 @@ def files_suite(results: dict) -> None:
 
 def dumps_suites(results: dict) -> None:
     import hlorun
-    from hlorun.source import HloParseError
-    from hlorun.verify import HloVerifier
+    from hlorun.errors import HloParseError
+    from hlorun.verifier.checkers import HloVerifier
     paths = corpus.dump_paths()
     rt = clean = findings = 0
     for p in paths:
@@ -128,7 +128,7 @@ def dumps_suites(results: dict) -> None:
 
 def verifier_suite(results: dict) -> None:
     import hlorun
-    from hlorun.verify import HloVerifier
+    from hlorun.verifier.checkers import HloVerifier
     root = REPO / "testdata" / "xla_verifier"
     cases = json.loads((root / "manifest.json").read_text())["cases"]
     ok = 0

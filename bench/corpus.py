@@ -42,8 +42,8 @@ def file_entries() -> list[dict]:
 def file_chunks(entry: dict) -> Iterator[tuple[str, int, str]]:
     """(label, first line, text) of each input of a corpus file (split on
     ``// -----`` where the file is a split-input file)."""
-    from hlorun.fileio import read_text
-    from hlorun.parser import split_input_file
+    from hlorun.text.fileio import read_text
+    from hlorun.text.parser import split_input_file
     text = read_text(CORPUS / "files" / entry["stored"])
     if entry.get("split_input_file_chunks"):
         for line, chunk in split_input_file(text):

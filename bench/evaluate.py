@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from hlorun.evaluate import Evaluator, random_inputs  # noqa: E402
 from hlorun.evaluate.memory import estimate_peak_bytes, format_bytes  # noqa: E402
-from hlorun.fileio import read_text  # noqa: E402
-from hlorun.parser import parse_module  # noqa: E402
+from hlorun.text.fileio import read_text  # noqa: E402
+from hlorun.text.parser import parse_module  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 

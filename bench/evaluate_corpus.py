@@ -28,8 +28,8 @@ from hlorun.evaluate import (EvaluationError, Evaluator, compare_values, output_
                              random_inputs, tolerance_types, unsupported_ops)
 from hlorun.evaluate.memory import check_memory  # noqa: E402
 from hlorun.evaluate.session import leaves, parse_bytes  # noqa: E402
-from hlorun.fileio import read_text  # noqa: E402
-from hlorun.parser import parse_module, split_input_file  # noqa: E402
+from hlorun.text.fileio import read_text  # noqa: E402
+from hlorun.text.parser import parse_module, split_input_file  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "xla" / "files"
 

@@ -103,10 +103,10 @@ def check_case(text: str, passes: str = DEFAULT_PASSES, pipeline_max_chars: int 
                ) -> tuple[str, str]:
     """(outcome, detail).  Outcomes starting with ``unexpected`` or
     ``roundtrip`` are bugs; the others are the project's expected answers."""
-    from hlorun.parser import parse_module
-    from hlorun.printer import print_module
-    from hlorun.source import HloParseError
-    from hlorun.verify import verify
+    from hlorun.text.parser import parse_module
+    from hlorun.text.printer import print_module
+    from hlorun.errors import HloParseError
+    from hlorun.verifier.checkers import verify
     where = "parse"
     try:
         try:
@@ -135,8 +135,8 @@ def check_case(text: str, passes: str = DEFAULT_PASSES, pipeline_max_chars: int 
         if not passes or len(text) > pipeline_max_chars:
             return "verified_clean", ""
         where = "pipeline"
-        from hlorun.pipeline import RunOptions, run_pipeline
-        from hlorun.pipeline_spec import pipeline_from_passes
+        from hlorun.pipeline.run import RunOptions, run_pipeline
+        from hlorun.pipeline.spec import pipeline_from_passes
         spec = pipeline_from_passes(passes, checkers=["hlo-verifier"])
         res = run_pipeline(m, spec, RunOptions())
         if res.failure is not None:
@@ -170,7 +170,7 @@ def _worker(conn, seeds, base_seed, start, stop, timeout, passes, max_mem):
         except (ValueError, OSError):
             pass
     signal.signal(signal.SIGALRM, _alarm)
-    import hlorun.parser  # noqa: F401  (warm the grammar before timing cases)
+    import hlorun.text.parser  # noqa: F401  (warm the grammar before timing cases)
     for i in range(start, stop):
         _, text, muts = make_case(seeds, base_seed, i)
         t0 = time.perf_counter()

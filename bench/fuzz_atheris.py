@@ -25,10 +25,10 @@ sys.path.insert(0, str(HERE))
 import atheris  # noqa: E402
 
 with atheris.instrument_imports():
-    from hlorun.parser import parse_module
-    from hlorun.printer import print_module
-    from hlorun.source import HloParseError
-    from hlorun.verify import verify
+    from hlorun.text.parser import parse_module
+    from hlorun.text.printer import print_module
+    from hlorun.errors import HloParseError
+    from hlorun.verifier.checkers import verify
 
 sys.setrecursionlimit(3000)
 

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--enable-passes-only", action="append", default=[])
     args = ap.parse_args(argv)
     import hlorun
-    from hlorun.html_report import html_from_result
+    from hlorun.report.html import html_from_result
     from playwright.sync_api import sync_playwright
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     tmp = Path(tempfile.mkdtemp())

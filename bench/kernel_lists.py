@@ -1,10 +1,10 @@
 """Compare hlorun's final kernel list with XLA's after_optimizations, program
 by program, for real XLA:GPU dumps.
 
-A kernel is what :func:`hlorun.kernels.kernel_list` lists (an instruction
+A kernel is what :func:`hlorun.analysis.kernels.kernel_list` lists (an instruction
 of the entry or a control-flow computation other than parameter, constant,
 tuple, get-tuple-element, bitcast ...); kernels match *kind for kind*
-(:func:`hlorun.kernels.kind`: fusion kind with the backend kind of
+(:func:`hlorun.analysis.kernels.kind`: fusion kind with the backend kind of
 ``kCustom`` fusions, custom-call target, or opcode).  Targets (issue 14):
 per program our count within +-10% of XLA's, and over all programs at least
 90% of XLA's kernels matched kind for kind.
@@ -96,7 +96,7 @@ def _flag_disables(d: Path) -> list[str]:
     """The passes the dump's own XLA_FLAGS (info.json) switch off
     (``--xla_gpu_enable_triton_gemm=false`` ...), as ``hlorun compile
     --xla-flags`` applies them."""
-    from hlorun.pipeline_select import parse_xla_flags
+    from hlorun.pipeline.select import parse_xla_flags
     info = d / "info.json"
     if not info.is_file():
         return []
@@ -109,15 +109,15 @@ def compare(dump: str | Path, pipeline: str = "gpu-cuda"):
     row = compare_row(dump, pipeline)
     if row.failure:
         raise SystemExit(f"{row.program}: pipeline failed: {row.failure}")
-    from hlorun.kernels import compare_kernel_lists
+    from hlorun.analysis.kernels import compare_kernel_lists
     return row.ours, row.theirs, compare_kernel_lists(row.ours, row.theirs)
 
 
 def compare_row(dump: str | Path, pipeline: str = "gpu-cuda") -> Row:
     import hlorun
-    from hlorun.kernels import compare_kinds, kernel_list, kinds_matched
-    from hlorun.pipeline import RunOptions, run_pipeline
-    from hlorun.pipeline_loader import load_pipeline
+    from hlorun.analysis.kernels import compare_kinds, kernel_list, kinds_matched
+    from hlorun.pipeline.run import RunOptions, run_pipeline
+    from hlorun.pipeline.loader import load_pipeline
     d = resolve(str(dump))
     files = dump_files(d)
     if files is None:

@@ -74,7 +74,7 @@ def peak_bytes(text: str, name: str) -> int:
 
 def bench_file(path: Path, reps: int, xla) -> dict:
     from hlorun import parse_module, print_module
-    from hlorun.fileio import read_text
+    from hlorun.text.fileio import read_text
     text = read_text(path)
     mb = len(text.encode()) / 1e6
     best = {"parse": float("inf"), "print": float("inf"), "xla": float("inf")}

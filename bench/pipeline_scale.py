@@ -136,9 +136,9 @@ def _rss_mb() -> float:
 
 def measure(path: str, mode: str, profile: bool) -> dict:
     import gc
-    from hlorun.parser import load_module
-    from hlorun.pipeline import RunOptions, run_pipeline
-    from hlorun.pipeline_loader import load_pipeline
+    from hlorun.text.parser import load_module
+    from hlorun.pipeline.run import RunOptions, run_pipeline
+    from hlorun.pipeline.loader import load_pipeline
     spec = load_pipeline("gpu-cuda")
     gc.collect()
     rss0 = _rss_mb()
@@ -187,7 +187,7 @@ class _Stop(Exception):
 
 def _mixtral(module, spec, out: dict) -> dict:
     from hlorun.passes.priority_fusion import PriorityFusion
-    from hlorun.pipeline import Listener, RunOptions, run_pipeline
+    from hlorun.pipeline.run import Listener, RunOptions, run_pipeline
 
     class Before(Listener):
         def on_before_pass(self, ev, m):
@@ -200,7 +200,7 @@ def _mixtral(module, spec, out: dict) -> dict:
     except _Stop:
         pass
     out["pre_fusion_instructions"] = module.instruction_count
-    from hlorun.gc_policy import pipeline_gc
+    from hlorun.pipeline.gc_policy import pipeline_gc
     t = time.process_time()
     with pipeline_gc():  # as inside a pipeline run
         PriorityFusion(target=spec.target).run(module)

@@ -45,8 +45,8 @@ def main() -> None:
 
     import tempfile
 
-    from hlorun.parser import load_module, write_atomic
-    from hlorun.printer import print_module
+    from hlorun.text.parser import load_module, write_atomic
+    from hlorun.text.printer import print_module
     from hlorun.cli.compile_options import compile_config
     from hlorun.reduce import ReduceOptions, Reducer, parse_condition
     from hlorun.testing.embed import embed

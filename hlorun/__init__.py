@@ -23,11 +23,11 @@ _EXPORTS = {
     "CompileResult": "result", "PassRecord": "result", "AutotuneDecision": "result",
     "CompileOptions": "options", "Selection": "options", "Diagnostics": "options",
     "Autotuning": "options", "Numerics": "options", "Device": "options", "Output": "options",
-    "HloError": "source", "HloSyntaxError": "source", "HloParseError": "source",
-    "UsageError": "source", "PipelineError": "source", "PassError": "source",
-    "CompileError": "source", "PassFailure": "source", "ViolationError": "source",
-    "NumericsMismatch": "source",
-    "parse_module": "parser", "load_module": "parser", "print_module": "printer",
+    "HloError": "errors", "HloSyntaxError": "errors", "HloParseError": "errors",
+    "UsageError": "errors", "PipelineError": "errors", "PassError": "errors",
+    "CompileError": "errors", "PassFailure": "errors", "ViolationError": "errors",
+    "NumericsMismatch": "errors",
+    "parse_module": "text.parser", "load_module": "text.parser", "print_module": "text.printer",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

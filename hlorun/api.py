@@ -50,13 +50,13 @@ def _jax_text(source: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple
     if hasattr(source, "as_text") and hasattr(source, "cost_analysis"):  # jax.stages.Compiled
         text = source.as_text()
         if not isinstance(text, str):
-            from .source import UsageError
+            from .errors import UsageError
             raise UsageError("this jax Compiled object has no HLO text")
         return text, "<jax compiled>"
     if callable(source):
         import jax
         return _jax_text(jax.jit(source).lower(*args, **kwargs), (), {})
-    from .source import UsageError
+    from .errors import UsageError
     raise UsageError(f"cannot load a {type(source).__name__} ({name or source!r:.60})")
 
 
@@ -73,13 +73,13 @@ def load(source: Any, *args: Any, name: str | None = None, **kwargs: Any):
     Raises :class:`~hlorun.HloSyntaxError` (with line and column) for bad
     HLO and :class:`~hlorun.UsageError` for a missing file."""
     from .ir.module import Module
-    from .parser import parse_module
+    from .text.parser import parse_module
     if isinstance(source, Module):
         return source
     if isinstance(source, bytes):
         source = source.decode("utf-8")
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not _looks_like_hlo(source)):
-        from .fileio import read_text
+        from .text.fileio import read_text
         path = os.fspath(source)
         return parse_module(read_text(path), name or path)
     if isinstance(source, str):
@@ -87,19 +87,19 @@ def load(source: Any, *args: Any, name: str | None = None, **kwargs: Any):
     if _is_jax(source) or callable(source):
         text, label = _jax_text(source, args, kwargs)
         return parse_module(text, name or label)
-    from .source import UsageError
+    from .errors import UsageError
     raise UsageError(f"cannot load a {type(source).__name__}: give a path, HLO text, a Module "
                      f"or a JAX object")
 
 
 def resolve_spec(pipeline: Any, options: CompileOptions):
     """The effective pipeline: ``pipeline`` (a name, a YAML path, a
-    :class:`~hlorun.pipeline_spec.PipelineSpec`; None: the options', else
+    :class:`~hlorun.pipeline.spec.PipelineSpec`; None: the options', else
     gpu-cuda) with the device overrides and the autotuning section."""
     from dataclasses import replace
 
-    from .pipeline_spec import PipelineSpec
-    from .pipeline_loader import load_pipeline
+    from .pipeline.spec import PipelineSpec
+    from .pipeline.loader import load_pipeline
     if isinstance(pipeline, PipelineSpec):
         spec = pipeline
     else:
@@ -114,8 +114,8 @@ def resolve_spec(pipeline: Any, options: CompileOptions):
 
 def run_options(options: CompileOptions, listeners: Sequence[Any] = (),
                 clock: Callable[[], float] = time.perf_counter):
-    """The pipeline runner's :class:`~hlorun.pipeline.RunOptions` for ``options``."""
-    from .pipeline import RunOptions
+    """The pipeline runner's :class:`~hlorun.pipeline.run.RunOptions` for ``options``."""
+    from .pipeline.run import RunOptions
     s, d = options.selection, options.diagnostics
     return RunOptions(verify_each=d.verify_each, check_changed=d.check_changed,
                       disable=list(s.disable_passes), enable_only=list(s.enable_passes_only),
@@ -125,7 +125,7 @@ def run_options(options: CompileOptions, listeners: Sequence[Any] = (),
 
 
 def _diff_capture(d, cache, sink, keep: bool = False):
-    from .diffs import DiffListener
+    from .report.diffs import DiffListener
 
     class _Capture(DiffListener):
         def __init__(self):
@@ -163,7 +163,7 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
     raises :class:`~hlorun.HloSyntaxError` / :class:`~hlorun.UsageError` /
     :class:`~hlorun.PipelineError`.
 
-    ``listeners``: extra :class:`hlorun.pipeline.Listener` objects;
+    ``listeners``: extra :class:`hlorun.pipeline.run.Listener` objects;
     ``diff_sink(header, lines)`` receives each diff as it is made (``keep_diffs``:
     also keep it in ``result.diffs``, e.g. for the HTML report) instead of
     keeping it; ``command_line`` is recorded in reproducer bundles."""
@@ -186,7 +186,7 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
             os.fspath(module_or_source)) else module.name
     parse_seconds = 0.0 if isinstance(module_or_source, Module) else clock() - t
 
-    from .snapshots import SnapshotCache
+    from .pipeline.snapshots import SnapshotCache
     d, o, n = options.diagnostics, options.output, options.numerics
     cache = SnapshotCache()  # diffs and dumps share computation prints
     attached: list[Any] = []
@@ -195,17 +195,17 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
         capture = _diff_capture(d, cache, diff_sink, keep_diffs)
         attached.append(capture)
     if o.dump_to:
-        from .dump import DumpListener
+        from .pipeline.dump import DumpListener
         dumper = DumpListener(o.dump_to, o.dump_pass_re,
                               input_path=input_name if Path(input_name).is_file() else None,
                               cache=cache)
         attached.append(dumper)
     if o.repro_dir:
-        from .repro import ReproListener
+        from .pipeline.repro import ReproListener
         repro = ReproListener(o.repro_dir, command=command_line or _command_line(input_name, options))
         attached.append(repro)
     if d.lineage or d.explain is not None:
-        from .lineage import LineageTracker
+        from .analysis.lineage import LineageTracker
         lineage = LineageTracker()
         attached.append(lineage)
     if n.check is not None:
@@ -214,8 +214,8 @@ def compile(module_or_source: Any, pipeline: Any = None, *, options: CompileOpti
         numerics = NumericsListener(n.check, n.inputs, n.seed, n.rtol, n.atol,
                                     parse_bytes(n.max_bytes))
         attached.append(numerics)
-    from .pipeline import run_pipeline
-    # (the runner's GC policy, hlorun.gc_policy, keeps the collector off the module)
+    from .pipeline.run import run_pipeline
+    # (the runner's GC policy, hlorun.pipeline.gc_policy, keeps the collector off the module)
     run = run_pipeline(module, spec, run_options(options, attached + list(listeners), clock))
     buffers = None
     if o.buffers:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
-from .source import UsageError
+from .errors import UsageError
 
 DIFF_MODES = ("none", "changed", "all")
 DIFF_FORMS = ("diff", "canonical", "full")
@@ -61,7 +61,7 @@ class Selection:
 
     #: a bundled pipeline name (``hlorun pipelines``) or a YAML path; None: gpu-cuda
     pipeline: str | None = None
-    #: patterns: name, pipeline/name, name:N (``hlorun.pipeline_select``)
+    #: patterns: name, pipeline/name, name:N (``hlorun.pipeline.select``)
     disable_passes: tuple[str, ...] = ()
     enable_passes_only: tuple[str, ...] = ()
     disable_all: bool = False
@@ -248,7 +248,7 @@ class CompileOptions:
         """Apply an XLA_FLAGS string: its pass-selection and dump flags
         (``--xla_gpu_enable_triton_gemm=false`` disables the Triton GEMM
         passes); returns (options, notes about the flags it ignored)."""
-        from .pipeline_select import parse_xla_flags
+        from .pipeline.select import parse_xla_flags
         f = parse_xla_flags(text)
         sel = replace(self.selection,
                       disable_passes=self.selection.disable_passes + tuple(f["disable"]),

@@ -1,10 +1,10 @@
 """What :func:`hlorun.compile` returns: :class:`CompileResult` and the
 records it is made of (:class:`PassRecord`, :class:`AutotuneDecision`).
 
-The result wraps the pipeline run (:class:`hlorun.pipeline.PipelineResult`)
+The result wraps the pipeline run (:class:`hlorun.pipeline.run.PipelineResult`)
 and the listeners the compile attached (lineage, numerics, dumps,
 reproducer, diffs).  ``to_json()`` is the documented CI report
-(``hlorun compile --format json``, schema in :mod:`hlorun.report_schema`);
+(``hlorun compile --format json``, schema in :mod:`hlorun.report.schema`);
 ``_repr_html_()`` renders it in a notebook."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .ir.module import Module
-    from .pipeline_events import PassEvent, PipelineResult
+    from .pipeline.events import PassEvent, PipelineResult
 
 #: The JSON report's schema identifier (bump on incompatible changes).
 JSON_SCHEMA = "hlorun.compile/1"
@@ -47,7 +47,7 @@ class PassRecord:
         if self._diff is None:
             if not self.changed:
                 return []
-            from .source import UsageError
+            from .errors import UsageError
             raise UsageError(f"no diff kept for pass #{self.index} {self.path}: compile with "
                              f"diffs='changed' (or 'all')")
         return list(self._diff)
@@ -95,14 +95,14 @@ class CompileResult:
     options: Any  # hlorun.options.CompileOptions
     input_name: str = "<module>"
     parse_seconds: float = 0.0
-    lineage: Any = None  # hlorun.lineage.LineageTracker when diagnostics.lineage
+    lineage: Any = None  # hlorun.analysis.lineage.LineageTracker when diagnostics.lineage
     numerics: Any = None  # hlorun.evaluate.numerics.NumericsListener when check_numerics
     dump_files: list[str] = field(default_factory=list)
     repro: dict[str, Any] | None = None
     #: assignment of the final module (``compile(..., buffers=True)``)
     buffers: Any = None
     diffs: dict[int, list[str]] = field(default_factory=dict)
-    snapshots: Any = None  # the run's SnapshotCache (hlorun.snapshots)
+    snapshots: Any = None  # the run's SnapshotCache (hlorun.pipeline.snapshots)
     _passes: list[PassRecord] | None = None
     _kernels: list[Any] | None = None
 
@@ -166,7 +166,7 @@ class CompileResult:
     def raise_for_status(self) -> "CompileResult":
         """Raise :class:`hlorun.PassFailure`, :class:`hlorun.ViolationError`
         or :class:`hlorun.NumericsMismatch` unless the compile succeeded."""
-        from .source import NumericsMismatch, PassFailure, ViolationError
+        from .errors import NumericsMismatch, PassFailure, ViolationError
         if self.run.failure is not None:
             f = self.run.failure
             raise PassFailure(f"pass #{f.index} {f.path} failed: {f.message}", self)
@@ -186,9 +186,9 @@ class CompileResult:
     def kernels(self):
         """The final kernels (fusions, library calls) with the original
         instructions each came from and the pass decisions that formed it
-        (``kernel.formed_by``: pass paths); see :mod:`hlorun.explain`."""
+        (``kernel.formed_by``: pass paths); see :mod:`hlorun.analysis.explain`."""
         if self._kernels is None:
-            from .explain import explain_kernels, plain_kernels
+            from .analysis.explain import explain_kernels, plain_kernels
             d = self.options.diagnostics
             if self.lineage is not None:
                 self._kernels = explain_kernels(self.module, self.lineage, pattern=d.explain)
@@ -204,12 +204,12 @@ class CompileResult:
         """The compiled module printed (``form``: a printer preset)."""
         if self.snapshots is not None:  # reuses the prints of diffs and dumps
             return self.snapshots.module_text(self.module, form=form)
-        from .printer import print_module
+        from .text.printer import print_module
         return print_module(self.module, form=form)
 
     # -- reports ---------------------------------------------------------------------
     def to_json(self, input: str | None = None, output: str | None = None) -> dict[str, Any]:
-        """The CI report (schema ``hlorun.compile/1``, :mod:`hlorun.report_schema`)."""
+        """The CI report (schema ``hlorun.compile/1``, :mod:`hlorun.report.schema`)."""
         res = self.run
         t = res.target
         o = self.options
@@ -252,7 +252,7 @@ class CompileResult:
         return doc
 
     def _repr_html_(self) -> str:
-        from .result_html import render
+        from .report.notebook import render
         return render(self)
 
     def __repr__(self) -> str:

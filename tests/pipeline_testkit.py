@@ -17,7 +17,7 @@ import pytest
 
 from hlorun.ir.module import Instruction
 from hlorun.passes.base import Pass
-from hlorun.verify import Checker
+from hlorun.verifier.checkers import Checker
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ PASSES = {
 @pytest.fixture
 def testkit(monkeypatch):
     """Register the test passes and checker for one test."""
-    from hlorun import passes, verify
+    from hlorun import passes
+    from hlorun.verifier import checkers as verify
     for k, v in PASSES.items():
         monkeypatch.setitem(passes.REGISTRY, k, v)
     monkeypatch.setitem(verify.CHECKERS, "no-negate", "tests.pipeline_testkit:NoNegate")

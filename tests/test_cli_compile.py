@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.report_schema import validate
+from hlorun.report.schema import validate
 
 from .conftest import shared_path
 from .pipeline_testkit import testkit  # noqa: F401  (fixture)
@@ -211,8 +211,8 @@ def test_dump_names_follow_xla_scheme(tmp_path):
     ours = [n for n in names if XLA_STEP.match(n)]
     assert len(ours) == 9
     # dumps are valid HLO that hlorun re-reads; cse's file equals XLA's own after_cse dump
-    from hlorun.parser import load_module
-    from hlorun.printer import print_module
+    from hlorun.text.parser import load_module
+    from hlorun.text.printer import print_module
     ours_cse = load_module(d / names[2])
     xla_cse = load_module(shared_path("xla-dumps", "cnn_fp16",
                                       "module_14585.jit_model.0012.simplification.after_cse.before_dce.txt"))

@@ -121,7 +121,7 @@ def test_json_is_proportionate():
 
 
 def test_compact_diffs_keep_one_line_of_context_and_a_budget():
-    from hlorun import textout
+    from hlorun.report import textout
     d = ["@@ -1,9 +1,9 @@ main", " a", " b", " c", "-d", "+e", " f", " g", " h"]
     assert textout.tighten(d) == ["@@ -1,9 +1,9 @@ main", " c", "-d", "+e", " f"]
     shown = []

@@ -8,8 +8,8 @@ import json
 import pytest
 
 import hlorun
-from hlorun.fileio import read_text
-from hlorun.parser import split_input_file
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import split_input_file
 
 from .conftest import SHARED
 

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from hlorun import diffs
-from hlorun.parser import load_module
-from hlorun.printer import print_module
-from hlorun.snapshots import SnapshotCache
+from hlorun.report import diffs
+from hlorun.text.parser import load_module
+from hlorun.text.printer import print_module
+from hlorun.pipeline.snapshots import SnapshotCache
 
 from .conftest import shared_path
 

@@ -119,7 +119,7 @@ def test_no_command_overwrites_its_input(tmp_path, argv, via_link):
 
 # -- permissions -------------------------------------------------------------------
 def test_written_files_follow_the_umask(tmp_path):
-    from hlorun.fileio import write_atomic
+    from hlorun.text.fileio import write_atomic
     old = os.umask(0o027)
     try:
         write_atomic(tmp_path / "new.txt", "x")

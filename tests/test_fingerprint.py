@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hlorun.parser import load_module
-from hlorun.fingerprint import fingerprint
+from hlorun.text.parser import load_module
+from hlorun.text.fingerprint import fingerprint
 from hlorun.ir.module import Instruction
-from hlorun.printer import print_module
+from hlorun.text.printer import print_module
 
 from .conftest import shared_path
 

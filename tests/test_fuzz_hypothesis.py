@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hlorun.parser import parse_module
-from hlorun.pipeline import RunOptions, run_pipeline
-from hlorun.pipeline_spec import pipeline_from_passes
-from hlorun.printer import print_module
-from hlorun.verify import verify
+from hlorun.text.parser import parse_module
+from hlorun.pipeline.run import RunOptions, run_pipeline
+from hlorun.pipeline.spec import pipeline_from_passes
+from hlorun.text.printer import print_module
+from hlorun.verifier.checkers import verify
 
 PASSES = ["algsimp", "dce", "cse", "tuple-simplifier", "call-inliner", "reshape-decomposer",
           "dot_decomposer", "transpose-folding", "layout-assignment", "layout_normalization",

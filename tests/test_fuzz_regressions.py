@@ -17,10 +17,10 @@ import time
 import pytest
 
 from hlorun.ir.shape import Shape
-from hlorun.parser import parse_module
-from hlorun.printer import print_module
-from hlorun.source import HloParseError
-from hlorun.verify import verify
+from hlorun.text.parser import parse_module
+from hlorun.text.printer import print_module
+from hlorun.errors import HloParseError
+from hlorun.verifier.checkers import verify
 
 from .conftest import REPO, shared_path
 
@@ -121,8 +121,8 @@ def test_deep_shapes_intern_hash_format_without_recursion():
 
 
 def test_deep_shape_in_a_short_pipeline_has_no_recursion_error():
-    from hlorun.pipeline import RunOptions, run_pipeline
-    from hlorun.pipeline_spec import pipeline_from_passes
+    from hlorun.pipeline.run import RunOptions, run_pipeline
+    from hlorun.pipeline.spec import pipeline_from_passes
     m = parse_module(_deep_module(3000))
     spec = pipeline_from_passes("call-inliner,algsimp,dce,cse,tuple-simplifier",
                                 checkers=["hlo-verifier"])

@@ -1,4 +1,4 @@
-"""The pipeline's garbage-collector policy (hlorun.gc_policy): frozen input,
+"""The pipeline's garbage-collector policy (hlorun.pipeline.gc_policy): frozen input,
 raised young threshold while passes run, everything restored afterwards,
 and the same output either way."""
 
@@ -8,10 +8,10 @@ import gc
 
 import pytest
 
-from hlorun.gc_policy import pipeline_gc
-from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_loader import load_pipeline
-from hlorun.printer import print_module
+from hlorun.pipeline.gc_policy import pipeline_gc
+from hlorun.pipeline.run import Listener, RunOptions, run_pipeline
+from hlorun.pipeline.loader import load_pipeline
+from hlorun.text.printer import print_module
 
 from .test_pipeline_run import cnn
 

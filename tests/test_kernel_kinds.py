@@ -2,7 +2,7 @@
 targets), on every real dump: ../shared/xla-dumps and testdata/xla-dumps
 (JAX 0.11, H100/H200).  A kernel's kind is the fusion kind with the backend
 kind of kCustom fusions, the custom-call target, or the opcode
-(hlorun.kernels.kind); ``python bench/kernel_lists.py`` prints the table.
+(hlorun.analysis.kernels.kind); ``python bench/kernel_lists.py`` prints the table.
 
 Targets: per program our kernel count within +-10% of XLA's, and over all
 programs >= 90% of XLA's kernels matched kind for kind.  Where hlorun is not

@@ -28,8 +28,8 @@ def test_every_source_directory_is_a_regular_package():
 
 
 def test_grammar_and_pipelines_are_package_resources():
-    from hlorun.parser import grammar_bytes
-    from hlorun.pipeline_loader import bundled_pipelines
+    from hlorun.text.parser import grammar_bytes
+    from hlorun.pipeline.loader import bundled_pipelines
     assert b"HloModule" in grammar_bytes() or b"module" in grammar_bytes()
     assert {"gpu-cuda", "gpu-rocm", "gpu-rocm-41481"} <= set(bundled_pipelines())
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 import hlorun
-from hlorun.source import HloParseError
+from hlorun.errors import HloParseError
 
 from .conftest import SHARED
 

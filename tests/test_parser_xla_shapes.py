@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import hlorun
-from hlorun.source import HloParseError
-from hlorun.verify import HloVerifier
+from hlorun.errors import HloParseError
+from hlorun.verifier.checkers import HloVerifier
 
 
 def test_shape_is_inferred_only_where_xla_can():

@@ -14,13 +14,13 @@ from __future__ import annotations
 import pytest
 
 import hlorun
-from hlorun import snapshots as S
-from hlorun.parser import load_module
-from hlorun.fingerprint import fingerprint
-from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_loader import load_pipeline
-from hlorun.printer import print_module
-from hlorun.verify import Checker, HloVerifier
+from hlorun.pipeline import snapshots as S
+from hlorun.text.parser import load_module
+from hlorun.text.fingerprint import fingerprint
+from hlorun.pipeline.run import Listener, RunOptions, run_pipeline
+from hlorun.pipeline.loader import load_pipeline
+from hlorun.text.printer import print_module
+from hlorun.verifier.checkers import Checker, HloVerifier
 
 from .conftest import TESTDATA, shared_path
 
@@ -58,7 +58,7 @@ def paranoid(monkeypatch):
 
 
 def _checker_classes():
-    from hlorun.verify import CHECKERS, checker_class
+    from hlorun.verifier.checkers import CHECKERS, checker_class
     return [checker_class(n) for n in CHECKERS]
 
 
@@ -81,7 +81,7 @@ class SnapshotChecker(Listener):
 
 
 def _fresh(module, form):
-    from hlorun.printer import PRESETS, print_computation
+    from hlorun.text.printer import PRESETS, print_computation
     return [(c, print_computation(c, PRESETS[form], scheduled=module.is_scheduled))
             for c in module.print_order()]
 

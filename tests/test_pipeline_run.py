@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.parser import load_module
-from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_loader import load_pipeline, parse_pipeline
-from hlorun.source import UsageError
+from hlorun.text.parser import load_module
+from hlorun.pipeline.run import Listener, RunOptions, run_pipeline
+from hlorun.pipeline.loader import load_pipeline, parse_pipeline
+from hlorun.errors import UsageError
 
 from .conftest import shared_path
 from .pipeline_testkit import testkit  # noqa: F401  (fixture)

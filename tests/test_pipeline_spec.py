@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from hlorun.pipeline_spec import CheckStep, PassStep, PipelineStep, parse_pass_list
-from hlorun.pipeline_loader import bundled_pipelines, load_pipeline, parse_pipeline
-from hlorun.source import UsageError
-from hlorun.yaml_source import YamlError
+from hlorun.pipeline.spec import CheckStep, PassStep, PipelineStep, parse_pass_list
+from hlorun.pipeline.loader import bundled_pipelines, load_pipeline, parse_pipeline
+from hlorun.errors import UsageError
+from hlorun.pipeline.yaml_source import YamlError
 
 
 def write(tmp_path, name, text):

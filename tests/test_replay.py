@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.replay import dump_dirs, scan
+from hlorun.pipeline.replay import dump_dirs, scan
 
 from .conftest import SHARED, shared_path
 
@@ -27,7 +27,7 @@ def test_replay_every_dump_folder(folder):
     r = run("replay", d, "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "hlorun.replay/1" and doc["modules"]
+    assert doc["schema"] == "hlorun.pipeline.replay/1" and doc["modules"]
     for sub, m in zip(dump_dirs(d), doc["modules"]):
         mod = scan(sub)[0]
         names = [p.name for p in sub.iterdir()]

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 import hlorun
 from hlorun.cli import cli
-from hlorun.explain import explain_kernels
-from hlorun.report_schema import validate
+from hlorun.analysis.explain import explain_kernels
+from hlorun.report.schema import validate
 
 S2 = Path(__file__).resolve().parents[1] / "testdata" / "s2" / "cnn_fp16.hlo"
 H200 = {"device": "H200"}  # the dump's device
@@ -41,7 +41,7 @@ def compiled():
 
 
 def _kernels_of(module, tracker, op):
-    from hlorun.explain import is_primary
+    from hlorun.analysis.explain import is_primary
     return [e for e in explain_kernels(module, tracker, op=op) if is_primary(e, op)]
 
 

@@ -20,10 +20,10 @@ from click.testing import CliRunner
 
 from hlorun.cli import cli
 import hlorun
-from hlorun.explain import explain_kernels
-from hlorun.fileio import read_text
-from hlorun.kernel_diff import compare_kernels
-from hlorun.lineage import LineageTracker
+from hlorun.analysis.explain import explain_kernels
+from hlorun.text.fileio import read_text
+from hlorun.analysis.kernel_diff import compare_kernels
+from hlorun.analysis.lineage import LineageTracker
 from hlorun.cli.compile_options import compile_config
 from hlorun.reduce.bisect import first_difference
 
@@ -88,7 +88,7 @@ def test_final_kernels_fp8_call_vs_gemm_fusion_and_dequantize_fusions(diverged):
 def test_new_version_reproduces_xlas_kernels():
     """xla-new's final kernels are XLA's own for this module (after_optimizations)."""
     import hlorun
-    from hlorun.kernels import kernel_list
+    from hlorun.analysis.kernels import kernel_list
     dump = shared_path("xla-dumps", "fp8_matmul_scaled")
     after = next(dump.glob("*gpu_after_optimizations.txt"))
     r = hlorun.compile(MODEL, str(NEW), copy=False)

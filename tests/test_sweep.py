@@ -202,12 +202,12 @@ def test_memory_limit_kills_the_task_process_only(tmp_path):
 
 @pytest.fixture
 def terminal(monkeypatch):
-    """hlorun.report's console as a terminal writing into a buffer."""
+    """hlorun.report.console's console as a terminal writing into a buffer."""
     import io
 
     from rich.console import Console
 
-    from hlorun import report
+    from hlorun.report import console as report
     buf = io.StringIO()
     monkeypatch.setattr(report, "_console", Console(file=buf, force_terminal=True, width=200,
                                                     markup=False, highlight=False))

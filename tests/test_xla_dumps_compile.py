@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import hlorun
-from hlorun.pipeline import RunOptions, run_pipeline
-from hlorun.pipeline_select import parse_xla_flags
-from hlorun.pipeline_loader import load_pipeline
+from hlorun.pipeline.run import RunOptions, run_pipeline
+from hlorun.pipeline.select import parse_xla_flags
+from hlorun.pipeline.loader import load_pipeline
 
 from .conftest import SHARED, TESTDATA
 

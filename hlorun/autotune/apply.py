@@ -19,7 +19,7 @@ from typing import Any
 
 from ..ir.module import Computation, Instruction, Module
 from ..passes.base import Target
-from ..source import PassError
+from ..errors import PassError
 from .blas import LIBRARIES, WORKSPACE_BYTES
 from .triton import TritonConfig
 

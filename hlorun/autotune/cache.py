@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fileio import read_text, write_atomic
+from ..text.fileio import read_text, write_atomic
 from ..ir.module import Instruction
-from ..source import UsageError
+from ..errors import UsageError
 from .triton import TritonConfig
 from .xla_logs import ResultEntry, read_results
 
@@ -30,10 +30,10 @@ CACHE_VERSION = 1
 
 
 def canonical_body(instr: Instruction) -> str:
-    from ..printer import PRESETS, print_computation
+    from ..text.printer import PRESETS, print_computation
     comp = instr.fused_computation
     if comp is None:
-        from ..printer import print_instruction
+        from ..text.printer import print_instruction
         return print_instruction(instr, PRESETS["canonical"])
     text = print_computation(comp, PRESETS["canonical"])
     return text.split("\n", 1)[1] if "\n" in text else text

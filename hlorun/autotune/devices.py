@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..source import UsageError
+from ..errors import UsageError
 
 KiB = 1024
 MiB = 1024 * 1024

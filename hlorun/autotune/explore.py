@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..ir.module import Module
-from ..pipeline import RunOptions, run_pipeline
-from ..pipeline_spec import PassStep, PipelineSpec, PipelineStep
-from ..printer import print_module
+from ..pipeline.run import RunOptions, run_pipeline
+from ..pipeline.spec import PassStep, PipelineSpec, PipelineStep
+from ..text.printer import print_module
 
 
 @dataclass
@@ -124,7 +124,7 @@ def explore(module_text: str, filename: str, spec: PipelineSpec, *, max_runs: in
             progress=None) -> Exploration:
     """``progress(total, label)``, if given, is called before each rerun
     (a progress bar)."""
-    from ..parser import parse_module
+    from ..text.parser import parse_module
     spec = _with_autotune(spec, mode="model", force_backend="", cache="", xla_results="")
     opts = RunOptions(verify_each=verify_each, disable=list(disable), keep_going=False)
     ex = Exploration(spec.name, str((spec.section("autotune") or {}).get("device") or spec.target.device))

@@ -29,7 +29,7 @@ import difflib
 import fnmatch
 from dataclasses import dataclass, field
 
-from ..source import UsageError
+from ..errors import UsageError
 from .candidates import BACKENDS
 from .triton import TritonConfig
 

@@ -51,7 +51,7 @@ def contention_sigma(level: str | float) -> float:
     try:
         return float(key)
     except ValueError:
-        from ..source import UsageError
+        from ..errors import UsageError
         raise UsageError(f"unknown contention level {level!r}: use none, low, medium, high, measured "
                          f"or a number")
 
@@ -87,7 +87,7 @@ def measure(cands: Sequence[Candidate], instr: str, seed: int, sigma: float, sam
         w = pick_best(feasible, lambda c: measured[c.key], lambda c: c.scratch_bytes, window_us)
         return Measurement(w, measured, len(feasible))
     if sampling not in ("xla", "fair"):
-        from ..source import UsageError
+        from ..errors import UsageError
         raise UsageError(f"unknown sampling policy {sampling!r}: use xla, fair or each")
     # Triton contributes the config it would run (its best by the model);
     # a BLAS library contributes every algorithm its heuristic returns.
@@ -209,7 +209,7 @@ def decide(instr: str, cands: list[Candidate], *, mode: str = "model", seed: int
         d.notes.append(f"measured with {sampling} sampling, contention {how}, seed {seed}: "
                        f"{m.samples} timed runs")
     elif mode != "model":
-        from ..source import UsageError
+        from ..errors import UsageError
         raise UsageError(f"unknown autotune mode {mode!r}: use model or noisy")
     ru = runner_up(cands, d.winner)
     d.runner_up = ru

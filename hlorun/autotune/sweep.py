@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..parser import load_module
+from ..text.parser import load_module
 from .problem import GemmProblem, gemm_problem, is_blas_call, is_triton_gemm_fusion
 from .xla_logs import InstructionProfiles, read_logs
 

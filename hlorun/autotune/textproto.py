@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from ..source import HloError
+from ..errors import HloError
 
 
 class TextprotoError(HloError):

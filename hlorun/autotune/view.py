@@ -1,5 +1,5 @@
 """What a person sees of the autotuner's decisions (rendered through
-hlorun.report): one row per GEMM, and with ``--explain`` every rejected
+hlorun.report.console): one row per GEMM, and with ``--explain`` every rejected
 candidate with its reason.  Works on the JSON records the pass emits, so the
 text and ``--format json`` say the same thing."""
 
@@ -87,7 +87,7 @@ def explain_lines(records: Iterable[dict[str, Any]], pattern: str | None = None)
 
 
 def render(records: list[dict[str, Any]], explain: str | None = None) -> None:
-    from .. import report
+    from ..report import console as report
     if not records:
         return
     report.table(f"autotuner on {records[0].get('device', '?')}: {len(records)} GEMM(s) "

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fileio import read_text
+from ..text.fileio import read_text
 from .textproto import Message, TextprotoError, parse
 from .triton import TritonConfig
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.module import Instruction, Module
-from ..source import Diagnostic
-from ..verify import Checker
+from ..errors import Diagnostic
+from ..verifier.checkers import Checker
 from .alias_rules import declared_aliasing
 from .targets import validate_targets
 from .values import index_str, shape_indices

@@ -89,7 +89,7 @@ def assignment_text(asg: BufferAssignment) -> str:
 
 
 def value_text(v: HloValue) -> str:
-    from ..printer import print_instruction
+    from ..text.printer import print_instruction
     lines = [v.short(), " positions:"]
     for instr, ix in v.positions:
         lines.append(f"  {instr.name}" + (f" {index_str(ix)}" if instr.shape.is_tuple else ""))

@@ -73,7 +73,7 @@ def validate_targets(mapping: Any, where: str = "custom_call_targets") -> dict[s
 
 def validate_targets_section(value: Any, loc, text: str | None) -> None:
     """The pipeline-spec validator of the ``custom_call_targets`` section."""
-    from ..yaml_source import YamlError, loc_of
+    from ..pipeline.yaml_source import YamlError, loc_of
     try:
         validate_targets(value)
     except ValueError as e:

@@ -1,7 +1,7 @@
 """Summaries and pictures of an assignment: memory by allocation kind, the
 live-memory curve and its peak, the values worth drawing, a JSON document,
 and an SVG timeline (``hlorun buffers --plot``).  No rich here: the CLI
-hands these to :mod:`hlorun.report`."""
+hands these to :mod:`hlorun.report.console`."""
 
 from __future__ import annotations
 
@@ -288,7 +288,7 @@ def png(asg: BufferAssignment, max_rects: int = 20000) -> bytes:
 
 
 def chart_rows(asg: BufferAssignment, n: int) -> list[tuple[str, str, str, int, int, str]]:
-    """(label, size, where, start, end, kind) for :func:`hlorun.report.timeline`."""
+    """(label, size, where, start, end, kind) for :func:`hlorun.report.console.timeline`."""
     out = []
     for r in top_rows(asg, n):
         out.append((r.label, human_bytes(r.size), f"#{r.allocation.index}+{r.offset}",

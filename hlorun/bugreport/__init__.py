@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..fileio import read_text, write_atomic
+from ..text.fileio import read_text, write_atomic
 from .pieces import failure_text, pipeline_yaml, versions, xla_flags
 from .readme import readme
 from .scrub import Scrubber
@@ -55,7 +55,7 @@ class Compiled:
 
     @property
     def result(self):
-        """The pipeline run (:class:`hlorun.pipeline.PipelineResult`)."""
+        """The pipeline run (:class:`hlorun.pipeline.run.PipelineResult`)."""
         return self.compiled.run
 
     @property
@@ -190,7 +190,7 @@ def _autotune_cache(spec) -> str | None:
 
 
 def _reduce(session: Compiled, res, staging: Path, timeout: float | None):
-    from .. import report
+    from ..report import console as report
     from ..reduce import CompileConfig, ReduceOptions, Reducer
     from ..reduce.conditions import PassFailsCondition, ViolationCondition
     if res.failure is not None:

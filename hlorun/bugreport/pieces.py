@@ -10,7 +10,7 @@ def pipeline_yaml(spec, selection) -> str:
     """The effective pipeline as YAML; disabled steps are commented out."""
     import yaml
 
-    from ..pipeline_spec import CheckStep, PipelineStep
+    from ..pipeline.spec import CheckStep, PipelineStep
     head = {k: v for k, v in spec.to_yaml().items() if k != "steps"}
     lines = ["# hlorun bug report: the effective pipeline (includes resolved, target overrides",
              "# applied); steps the command disabled are commented out.",

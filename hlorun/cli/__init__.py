@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     traceback (unless HLORUN_TRACEBACK=1)."""
     import os
 
-    from ..source import HloError
+    from ..errors import HloError
     try:
         cli.main(args=argv, prog_name="hlorun", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     except HloError as e:
         if os.environ.get("HLORUN_TRACEBACK"):
             raise
-        from ..report import error
+        from ..report.console import error
         error(e.render())
         sys.exit(e.exit_code)
     except KeyboardInterrupt:

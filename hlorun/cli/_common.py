@@ -14,13 +14,13 @@ def handle_errors(fn):
     CliRunner, which bypasses ``hlorun.cli.main``)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from ..source import HloError
+        from ..errors import HloError
         try:
             return fn(*args, **kwargs)
         except HloError as e:
             if kwargs.get("traceback"):
                 raise
-            from ..report import error
+            from ..report.console import error
             error(e.render())
             sys.exit(e.exit_code)
     return wrapper
@@ -39,8 +39,8 @@ def target_options(fn):
 def read_inputs(path: str, split: bool) -> list[tuple[str, str, str]]:
     """[(label, filename, text)] for a file (or '-'), split on '// -----'
     if asked (chunks keep their line numbers)."""
-    from ..fileio import read_text
-    from ..parser import split_input_file
+    from ..text.fileio import read_text
+    from ..text.parser import split_input_file
     text = sys.stdin.read() if path == "-" else read_text(path)
     name = "<stdin>" if path == "-" else path
     if not split:
@@ -52,7 +52,7 @@ def read_inputs(path: str, split: bool) -> list[tuple[str, str, str]]:
 def diff_option(default: str):
     """``--diff short|changed|all|none``: one meaning in every command that
     shows module diffs (compile, opt, replay, diff-pipelines)."""
-    from ..textout import DIFF_HELP, DIFF_MODES
+    from ..report.textout import DIFF_HELP, DIFF_MODES
     return click.option("--diff", "diff_mode", type=click.Choice(DIFF_MODES), default=default,
                         show_default=True, help=DIFF_HELP)
 

@@ -35,11 +35,11 @@ def bisect_cmd(args, until, until_cmd, cmd_timeout, pipeline_name, between, fmt,
     two pipelines part ways.
 
     Exit codes: 0 found, 1 bad input (or nothing to bisect)."""
-    from .. import report
-    from ..fileio import read_text
+    from ..report import console as report
+    from ..text.fileio import read_text
     from .compile_options import compile_config
     from ..reduce.bisect import CompiledOutput, bisect_passes, first_difference
-    from ..source import UsageError
+    from ..errors import UsageError
     argv = split_compile_args(args)
     if not argv:
         raise UsageError("missing MODEL.hlo (or `-- compile [FLAGS] MODEL.hlo`)")

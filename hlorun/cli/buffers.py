@@ -52,11 +52,11 @@ def buffers(file, pipeline_name, platform, in_place, no_alias, to_print, dump_to
     import json
     import os
 
-    from .. import report
+    from ..report import console as report
     from ..buffers import AssignOptions, assign_buffers, dump, timeline
-    from ..fileio import read_text, write_atomic
-    from ..parser import parse_module
-    from ..source import UsageError
+    from ..text.fileio import read_text, write_atomic
+    from ..text.parser import parse_module
+    from ..errors import UsageError
 
     text = sys.stdin.read() if file == "-" else read_text(file)
     name = "<stdin>" if file == "-" else file

@@ -42,16 +42,17 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     violation or a pass failure."""
     import time
 
-    from .. import api, report
-    from ..source import UsageError
-    from ..textout import DiffCollector, PassProgress
+    from .. import api
+    from ..report import console as report
+    from ..errors import UsageError
+    from ..report.textout import DiffCollector, PassProgress
     from .compile_view import module_to_stdout, proportionate_json, render_text
     diff_mode = params.get("diffs") or "short"
     if bug_reduce and not bug_report:
         raise UsageError("--reduce needs --bug-report PATH")
     if bug_report and file == "-":
         raise UsageError("--bug-report needs the module in a file, not on stdin")
-    from ..fileio import check_dump_dir, refuse_overwrite
+    from ..text.fileio import check_dump_dir, refuse_overwrite
     refuse_overwrite(output, file)
     refuse_overwrite(html, file, "--html")
     refuse_overwrite(bug_report, file, "--bug-report")
@@ -83,12 +84,12 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     parse_seconds = None
     if file == "-":
         t = time.perf_counter()
-        from ..fileio import read_text  # gzip/xz on stdin too
+        from ..text.fileio import read_text  # gzip/xz on stdin too
         source = api.load(read_text("-"), name="<stdin>")
         parse_seconds = time.perf_counter() - t
     import shlex
     diffs = DiffCollector()  # shown after the summary (text) or put in the JSON report
-    from ..textout import JsonLines
+    from ..report.textout import JsonLines
     stream = JsonLines(report.write_stdout) if fmt == "jsonl" else None
     bar = PassProgress()
     try:
@@ -108,7 +109,7 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
     if not stop and (output or text_mode or "module" in json_include):
         module_text = result.text()
         if output and output != "-":
-            from ..fileio import write_atomic
+            from ..text.fileio import write_atomic
             write_atomic(output, module_text)
     if text_mode:
         render_text(result, table=table, remarks=show_remarks, traceback=traceback,
@@ -125,7 +126,7 @@ def compile_cmd(file, output, fmt, bug_report, bug_reduce, reduce_timeout, table
         else:
             report.write_stdout(json.dumps(doc, indent=2) + "\n")
     if html:
-        from ..html_report import write_html
+        from ..report.html import write_html
         write_html(result, html, input_name=file)
         report.info(f"HTML report: {html}")
     if me_data:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import click
 
 from ._autotune import autotune_options
-from ..textout import DIFF_HELP, DIFF_MODES
+from ..report.textout import DIFF_HELP, DIFF_MODES
 from ._common import parse_json_include, target_options
 from .numerics_options import numerics_options
 
@@ -27,7 +27,7 @@ def _print_schema(ctx, param, value):
         return
     import json
 
-    from ..report_schema import SCHEMA
+    from ..report.schema import SCHEMA
     click.echo(json.dumps(SCHEMA, indent=2))
     ctx.exit(0)
 
@@ -221,7 +221,7 @@ def compile_config(argv: Sequence[str]):
     """A :class:`hlorun.reduce.CompileConfig` from compile arguments (the
     module file among them), with notes about the flags it ignores."""
     from ..reduce import CompileConfig
-    from ..source import UsageError
+    from ..errors import UsageError
     parsed = parse_compile_argv(argv)
     if parsed.file == "-":
         raise UsageError("reduce/bisect need the module in a file, not on stdin")
@@ -236,7 +236,7 @@ def parse_compile_argv(argv: Sequence[str]) -> ParsedCompile:
     """Parse ``compile`` arguments (without the word ``compile``)."""
     import shlex
 
-    from ..source import UsageError
+    from ..errors import UsageError
     argv = list(argv)
     try:
         ctx = _parser.make_context("compile", list(argv))

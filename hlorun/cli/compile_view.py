@@ -2,7 +2,7 @@
 (stderr), most important first: the pass failure and violations, a short
 pass table, the autotuning decisions summarized, the final kernels, then
 compact per-pass diffs and the one-line status (budgets in
-:mod:`hlorun.textout`).  Also: the module on stdout (not dumped on a
+:mod:`hlorun.report.textout`).  Also: the module on stdout (not dumped on a
 terminal when long) and the proportionate ``--format json`` document."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def module_to_stdout(module_text: str) -> None:
     """The optimized module goes to stdout, unless stdout is a terminal and
     the module is long: then a hint (thousands of lines would push
     everything else off the screen)."""
-    from .. import report
+    from ..report import console as report
     n = module_text.count("\n")
     if n > 200 and sys.stdout.isatty():
         report.info(f"optimized module: {n} lines, not printed on a terminal; write it with "
@@ -42,7 +42,7 @@ def proportionate_json(doc: dict[str, Any], include: tuple[str, ...], remarks: b
         doc["autotune"] = [{k: v for k, v in r.items() if k != "candidates"}
                            for r in doc["autotune"]]
     if "diffs" in want:
-        from ..textout import _title
+        from ..report.textout import _title
         doc["diffs"] = [{"pass": _title(h), "lines": ls} for h, ls in diffs.diffs]
     if "module" in want:
         doc["module_text"] = module_text
@@ -52,7 +52,7 @@ def proportionate_json(doc: dict[str, Any], include: tuple[str, ...], remarks: b
 def render_text(result, table: bool = True, remarks: bool = False, traceback: bool = False,
                 repro_in_bundle: bool = False, full_tables: bool = False, diffs=None,
                 diff_mode: str = "short") -> None:
-    from .. import report, textout
+    from ..report import console as report, textout
     res = result.run
     explain = result.options.diagnostics.explain
     t = res.target
@@ -76,7 +76,7 @@ def render_text(result, table: bool = True, remarks: bool = False, traceback: bo
     if autotune:
         textout.render_autotune(autotune, explain, full_tables, table)
     if explain is not None:
-        from ..explain import render_text as render_kernels
+        from ..analysis.explain import render_text as render_kernels
         kernels = result.kernels
         report.info(f"kernels ({len(kernels)}"
                     + (f" matching {explain}" if explain != ".*" else "") + "):")
@@ -107,7 +107,7 @@ def render_text(result, table: bool = True, remarks: bool = False, traceback: bo
 
 def _problems(res, traceback: bool, full: bool) -> None:
     """The pass failure and the violations (at most 20 unless ``full``)."""
-    from .. import report
+    from ..report import console as report
     if res.failure:
         f = res.failure
         body = [f"pass #{f.index} {f.path} failed ({f.exception})", f"  {f.message}"]

@@ -17,7 +17,7 @@ def split_compile_args(args) -> list[str]:
     k = args.index("compile")
     pre, post = args[:k], args[k + 1:]
     if len(pre) > 1:
-        from ..source import UsageError
+        from ..errors import UsageError
         raise UsageError(f"unexpected arguments before `compile`: {' '.join(pre)}")
     if pre and pre[0] not in post:
         post.append(pre[0])
@@ -43,7 +43,7 @@ def condition_options(fn):
 def build_condition(until, until_cmd, cmd_timeout, argv):
     """(condition, compile config or None, model path), prepared."""
     from ..reduce import parse_condition
-    from ..source import UsageError
+    from ..errors import UsageError
     from .compile_options import compile_config
     cond = parse_condition(until, until_cmd, cmd_timeout)
     if not argv:

@@ -8,7 +8,7 @@ kernels differ (scenario S3).
 The first diverging step is ``hlorun bisect --between``'s
 (:func:`hlorun.reduce.bisect.first_difference`, same alignment and text);
 both runs are also followed by a lineage tracker so the final kernels can
-be compared and explained (:mod:`hlorun.kernel_diff`).
+be compared and explained (:mod:`hlorun.analysis.kernel_diff`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ def diff_pipelines_cmd(file, pipe_a, pipe_b, fmt, diff_mode, traceback, platform
     import json
     show_diff = diff_mode != "none"  # the module diff right after the diverging step
 
-    from .. import report
-    from ..fileio import read_text
-    from ..kernel_diff import compare_kernels, render_text
-    from ..lineage import LineageTracker
+    from ..report import console as report
+    from ..text.fileio import read_text
+    from ..analysis.kernel_diff import compare_kernels, render_text
+    from ..analysis.lineage import LineageTracker
     from .compile_options import compile_config
     from ..reduce.bisect import first_difference
     from .bisect_view import render_between

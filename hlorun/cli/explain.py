@@ -29,9 +29,10 @@ def explain_cmd(file, op, pipeline_name, disable_passes, fmt, traceback, platfor
     import difflib
     import json
 
-    from .. import api, report
-    from ..explain import explain_kernels, op_matches, render_op
-    from ..source import UsageError
+    from .. import api
+    from ..report import console as report
+    from ..analysis.explain import explain_kernels, op_matches, render_op
+    from ..errors import UsageError
     compiled = api.compile(file, pipeline_name, disable_passes=disable_passes, platform=platform,
                            device=device, compute_capability=compute_capability, lineage=True,
                            verify_each=True, copy=False)

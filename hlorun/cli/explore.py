@@ -35,9 +35,9 @@ def explore(file, pipeline_name, max_runs, all_configs, disable_passes, fmt, tra
 
     Exit codes: 0 no choice breaks, 1 bad input, 2 some choice leads to a
     violation or a pass failure."""
-    from .. import report
+    from ..report import console as report
     from ..autotune.explore import explore as run_explore
-    from ..fileio import read_text
+    from ..text.fileio import read_text
     from ..api import resolve_spec
     from ..options import CompileOptions
     options = CompileOptions.from_kwargs(pipeline=pipeline_name, disable_passes=disable_passes,
@@ -49,7 +49,7 @@ def explore(file, pipeline_name, max_runs, all_configs, disable_passes, fmt, tra
         spec = replace(spec, sections=dict(spec.sections, autotune=dict(spec.section("autotune") or {},
                                                                         device=device)))
     text = sys.stdin.read() if file == "-" else read_text(file)
-    from ..textout import Stepper
+    from ..report.textout import Stepper
     with Stepper(0, "explore") as bar:
         def progress(total: int, label: str) -> None:
             bar.p.total = max(1, total)

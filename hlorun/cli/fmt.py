@@ -16,8 +16,8 @@ FORMS = ("full", "long", "short", "diff", "canonical")
 
 def _inputs(files: tuple[str, ...], split: bool):
     """(label, text) for each input (each ``// -----`` chunk with --split-input-file)."""
-    from ..fileio import read_text
-    from ..parser import split_input_file
+    from ..text.fileio import read_text
+    from ..text.parser import split_input_file
     for f in files:
         text = sys.stdin.read() if f == "-" else read_text(f)
         label = "<stdin>" if f == "-" else f
@@ -41,11 +41,11 @@ def _inputs(files: tuple[str, ...], split: bool):
 @click.option("--split-input-file", is_flag=True, help="Treat '// -----' separated chunks as separate modules.")
 def fmt(files, output, form, canonical, check_only, split_input_file):
     """Parse HLO FILES and print them back (a fixed point: fmt(fmt(x)) == fmt(x))."""
-    from .. import report
-    from ..fileio import refuse_overwrite, write_atomic
-    from ..parser import parse_module
-    from ..printer import print_module
-    from ..source import HloParseError
+    from ..report import console as report
+    from ..text.fileio import refuse_overwrite, write_atomic
+    from ..text.parser import parse_module
+    from ..text.printer import print_module
+    from ..errors import HloParseError
     if canonical:
         form = "canonical"
     if output and len(files) == 1:
@@ -106,8 +106,8 @@ def check(files, split_input_file, fmt_, jobs):
     2 on a verifier finding."""
     import json
 
-    from .. import report
-    from ..textout import Stepper
+    from ..report import console as report
+    from ..report.textout import Stepper
     results = []
     bar = Stepper(len(files), "check")
     for r in (_check_parallel(files, split_input_file, jobs) if jobs > 1
@@ -139,9 +139,9 @@ def check(files, split_input_file, fmt_, jobs):
 
 def _check_sequential(files, split_input_file):
     """Each input's result as soon as it is checked."""
-    from ..parser import parse_module
-    from ..source import HloParseError
-    from ..verify import verify
+    from ..text.parser import parse_module
+    from ..errors import HloParseError
+    from ..verifier.checkers import verify
     for label, path, text in _inputs(files, split_input_file):
         try:
             module = parse_module(text, path)
@@ -158,8 +158,8 @@ def _check_sequential(files, split_input_file):
 def _check_parallel(files, split_input_file, jobs) -> list[dict]:
     """``check -j N``: one sweep task per file on a local Dask cluster;
     results in the order of FILES."""
-    from .. import report
-    from ..source import UsageError
+    from ..report import console as report
+    from ..errors import UsageError
     from ..sweep import Progress, SweepOptions
     from ..sweep.engine import import_distributed
     from ..sweep.inputs import split_chunks

@@ -30,12 +30,13 @@ from ._common import diff_option, handle_errors, read_inputs, target_options
 def opt(file, passes_text, split_input_file, output, form, verify, show_changed, traceback,
         diff_mode, platform, device, compute_capability):
     """Run just the listed passes on FILE and print the module."""
-    from .. import api, report
-    from ..fileio import refuse_overwrite, write_atomic
-    from ..parser import parse_module
-    from ..pipeline_spec import pipeline_from_passes
-    from ..printer import print_module
-    from ..source import HloParseError
+    from .. import api
+    from ..report import console as report
+    from ..text.fileio import refuse_overwrite, write_atomic
+    from ..text.parser import parse_module
+    from ..pipeline.spec import pipeline_from_passes
+    from ..text.printer import print_module
+    from ..errors import HloParseError
     refuse_overwrite(output, file)
     spec = pipeline_from_passes(passes_text, checkers=["hlo-verifier"] if verify else [])
     options = api.CompileOptions.from_kwargs(platform=platform, device=device,
@@ -51,8 +52,8 @@ def opt(file, passes_text, split_input_file, output, form, verify, show_changed,
         diffs = None
         listeners = []
         if diff_mode != "none":  # on stderr; the module still goes to stdout / -o
-            from ..diffs import DiffListener
-            from ..textout import DiffCollector
+            from ..report.diffs import DiffListener
+            from ..report.textout import DiffCollector
             diffs = DiffCollector()
             listeners.append(DiffListener(diffs, "all" if diff_mode == "all" else "changed",
                                           context=1 if diff_mode == "short" else 3))
@@ -89,9 +90,9 @@ def passes_cmd(name):
     """List registered passes with their one-line docs and options."""
     from dataclasses import MISSING, fields
 
-    from .. import report
+    from ..report import console as report
     from ..passes import REGISTRY, closest_passes, pass_class
-    from ..spec_types import type_hints
+    from ..pipeline.spec_types import type_hints
     names = sorted(REGISTRY)
     if name:
         if name not in REGISTRY:

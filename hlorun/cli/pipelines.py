@@ -17,10 +17,10 @@ from .compile_options import options_from_params, selection_options
 @handle_errors
 def pipelines_cmd(name, as_yaml, **selection):
     """List bundled pipelines, or show pipeline NAME (a name or a YAML path)."""
-    from .. import report
-    from ..pipeline_select import select
-    from ..pipeline_spec import CheckStep, PassStep, PipelineStep
-    from ..pipeline_loader import bundled_pipelines, load_pipeline
+    from ..report import console as report
+    from ..pipeline.select import select
+    from ..pipeline.spec import CheckStep, PassStep, PipelineStep
+    from ..pipeline.loader import bundled_pipelines, load_pipeline
     if not name:
         for n in bundled_pipelines():
             spec = load_pipeline(n)

@@ -58,15 +58,15 @@ def reduce_cmd(args, until, until_cmd, cmd_timeout, output, timeout, max_tests, 
     condition), 3 the condition is flaky on the result."""
     from pathlib import Path
 
-    from .. import report
-    from ..fileio import read_text
+    from ..report import console as report
+    from ..text.fileio import read_text
     from ..reduce import ReduceOptions, Reducer
-    from ..source import UsageError
+    from ..errors import UsageError
     argv = split_compile_args(args)
     cond, cfg, model = build_condition(until, until_cmd, cmd_timeout, argv)
     if output is None:
         output = Path(model).name.split(".")[0] + ".reduced.hlo"
-    from ..fileio import refuse_overwrite
+    from ..text.fileio import refuse_overwrite
     refuse_overwrite(output, model)
     for n in (cfg.notes if cfg else ()):
         report.warn(n)

@@ -27,10 +27,10 @@ from ._common import diff_option, handle_errors
 @handle_errors
 def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, changed_only, table):
     """Replay the XLA dump directory DUMP_DIR (or each dump directory in it)."""
-    from .. import report
-    from ..replay import dump_dirs, replay_module, scan
-    from ..textout import render_short
-    from ..source import UsageError
+    from ..report import console as report
+    from ..pipeline.replay import dump_dirs, replay_module, scan
+    from ..report.textout import render_short
+    from ..errors import UsageError
     try:
         mre = re.compile(module_re) if module_re else None
         dre = re.compile(diff_filter) if diff_filter else None
@@ -79,5 +79,5 @@ def replay_cmd(dump_dir, module_re, diff_mode, diff_filter, diff_form, fmt, chan
     if not docs:
         raise UsageError("no module matched" + (f" --module {module_re}" if module_re else ""))
     if not text:
-        report.write_stdout(json.dumps({"schema": "hlorun.replay/1", "modules": docs}, indent=2) + "\n")
+        report.write_stdout(json.dumps({"schema": "hlorun.pipeline.replay/1", "modules": docs}, indent=2) + "\n")
     sys.exit(0)

@@ -20,9 +20,9 @@ def report_cmd(result, output):
     decisions (diffs and kernel graph when the report holds them)."""
     import json
 
-    from ..fileio import read_text, refuse_overwrite, write_atomic
-    from ..html_report import html_from_json
-    from ..source import UsageError
+    from ..text.fileio import read_text, refuse_overwrite, write_atomic
+    from ..report.html import html_from_json
+    from ..errors import UsageError
     refuse_overwrite(output, [result])
     text = read_text(result) if result != "-" else click.get_text_stream("stdin").read()
     try:
@@ -34,5 +34,5 @@ def report_cmd(result, output):
         click.echo(html, nl=False)
     else:
         write_atomic(output, html)
-        from ..report import info
+        from ..report.console import info
         info(f"report: {output} ({len(html) / 1e6:.1f} MB)")

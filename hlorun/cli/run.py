@@ -17,8 +17,8 @@ _MAX_BYTES_HELP = ("Refuse (before allocating) when the estimated peak memory of
 
 
 def _load(path: str):
-    from ..fileio import read_text
-    from ..parser import parse_module
+    from ..text.fileio import read_text
+    from ..text.parser import parse_module
     return parse_module(read_text(path), path)
 
 
@@ -35,7 +35,7 @@ def _fmt_num(v) -> str:
 
 
 def _print_summary(rows: list[dict]) -> None:
-    from .. import report
+    from ..report import console as report
     table_rows = []
     for r in rows:
         where = "{" + ",".join(map(str, r["output"])) + "}" if r["output"] else "-"
@@ -65,11 +65,11 @@ def _print_summary(rows: list[dict]) -> None:
 def run(model, inputs, seed, output, save_inputs, max_bytes, fmt_):
     """Evaluate MODEL's entry computation with the numpy evaluator and print
     a summary of each output (shape, min/max/mean, first values)."""
-    from .. import report
+    from ..report import console as report
     from ..evaluate import Evaluator, output_types
     from ..evaluate.memory import check_memory, estimate_peak_bytes, format_bytes
     from ..evaluate.session import build_inputs, npz_bytes, parse_bytes, savable, summarize
-    from ..fileio import refuse_overwrite, write_atomic
+    from ..text.fileio import refuse_overwrite, write_atomic
     srcs = [model] + [i.split("=", 1)[-1] for i in inputs]
     refuse_overwrite(output, srcs)
     refuse_overwrite(save_inputs, srcs, "--save-inputs")
@@ -115,7 +115,7 @@ def run(model, inputs, seed, output, save_inputs, max_bytes, fmt_):
 def compare(a, b, inputs, seed, rtol, atol, max_bytes, fmt_):
     """Evaluate modules A and B on the same inputs and compare their outputs
     element by element. Exit 0 if they agree within tolerance, 2 if not."""
-    from .. import report
+    from ..report import console as report
     from ..evaluate import Evaluator, compare_values, output_types, tolerance_types
     from ..evaluate.memory import check_memory
     from ..evaluate.session import build_inputs, check_same_signature, parse_bytes

@@ -77,9 +77,9 @@ def sweep_cmd(paths, output, pipeline, against, check_only, split_input_file, di
     import json
     from importlib import import_module
 
-    from .. import report
-    from ..pipeline_select import split_names
-    from ..source import UsageError
+    from ..report import console as report
+    from ..pipeline.select import split_names
+    from ..errors import UsageError
     from ..sweep import Limits, Progress, SweepOptions, discover, module_key, render_summary
     from ..sweep.inputs import split_chunks
     from ..sweep import run_sweep

@@ -2,7 +2,7 @@
 after every pass that changed it, on the same inputs, and name the first
 pass whose outputs differ from the input module's beyond tolerance.
 
-:class:`NumericsListener` is a pipeline :class:`~hlorun.pipeline.Listener`
+:class:`NumericsListener` is a pipeline :class:`~hlorun.pipeline.run.Listener`
 (it never mutates the module).  ``mode="each"`` checks after every changed
 pass; ``mode="final"`` only compares the start and the end.  Every check
 compares with the *input module's* outputs (the ground truth) and records
@@ -18,7 +18,7 @@ import time
 from typing import Any, Sequence
 
 from ..ir.module import Module
-from ..pipeline import Listener, PassEvent, PipelineResult
+from ..pipeline.run import Listener, PassEvent, PipelineResult
 from .compare import Comparison, compare_values
 from .core import DEFAULT_MAX_BYTES, Evaluator
 from .registry import EvaluationError

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..source import HloError, render_location
+from ..errors import HloError, render_location
 
 Handler = Callable[..., Any]
 

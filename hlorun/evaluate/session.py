@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ir.module import Module
-from ..source import UsageError
+from ..errors import UsageError
 from .dtypes import _ML_FLOAT_NAMES, _ML_INT_NAMES
 from .inputs import coerce_input, random_inputs
 from .registry import EvaluationError

@@ -32,7 +32,7 @@ def _kv(key: str, value: Any) -> dict[str, Any]:
 
 
 def _attrs(instr) -> list[dict[str, Any]]:
-    from ..printer import print_instruction
+    from ..text.printer import print_instruction
     out = [_kv("opcode", instr.opcode), _kv("shape", instr.shape)]
     line = print_instruction(instr)
     # the attributes as printed after the operand list (dimensions=, to_apply=, ...)

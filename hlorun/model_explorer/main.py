@@ -26,7 +26,7 @@ class HloAdapter(Adapter):
         super().__init__()
 
     def convert(self, model_path: str, settings: dict) -> dict[str, Any]:
-        from ..parser import load_module
+        from ..text.parser import load_module
         from .convert import convert
         return to_graphs(convert(load_module(model_path)))
 

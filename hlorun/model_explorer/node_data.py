@@ -68,7 +68,7 @@ def overlays(result) -> dict[str, dict[str, Any]]:
     sizes: dict[str, dict[str, Any]] = {}
 
     # the pass whose diff first defines a name: its creator
-    from ..html_report.data import instruction_index
+    from ..report.html.data import instruction_index
     index = instruction_index({i: d for i, d in result.diffs.items() if d})
     paths = {p.index: p.path for p in result.passes}
     for comp in module.computations:
@@ -81,7 +81,7 @@ def overlays(result) -> dict[str, dict[str, Any]]:
             created.setdefault(g, {})[instr.name] = made
             sizes.setdefault(g, {})[instr.name] = _bytes(instr.shape)
 
-    from ..kernels import kernel_list
+    from ..analysis.kernels import kernel_list
     for k in kernel_list(module):
         instr = k.instruction
         g = where.get(id(instr))
@@ -157,7 +157,7 @@ def _bytes(shape) -> int:
 
 def write_overlays(result, directory: str | os.PathLike) -> list[str]:
     """Write the overlays into ``directory`` (created); returns the paths."""
-    from ..fileio import write_atomic
+    from ..text.fileio import write_atomic
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     out = []

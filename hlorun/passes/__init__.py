@@ -58,7 +58,7 @@ REGISTRY: dict[str, str] = {
 def pass_class(name: str) -> type[Pass]:
     spec = REGISTRY.get(name)
     if spec is None:
-        from ..source import UsageError
+        from ..errors import UsageError
         near = difflib.get_close_matches(name, REGISTRY, n=3, cutoff=0.5)
         raise UsageError(f"unknown pass '{name}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
     module, attr = spec.split(":")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Iterable
 
 from ..ir.module import Computation, Instruction, Module
-from ..source import PassError
+from ..errors import PassError
 
 
 @dataclass(frozen=True)

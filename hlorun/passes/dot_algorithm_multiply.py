@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir.build import make_binary, make_broadcast, make_constant, make_instruction
 from ..ir.module import Instruction
-from ..source import PassError
+from ..errors import PassError
 
 _MASK_BF16 = 0xFFFF0000
 _MASK_TF32 = 0xFFFFE000

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ..ir.module import Module
 from ..ir.shape import reshape_is_bitcast
-from ..source import Diagnostic
-from ..verify import Checker
+from ..errors import Diagnostic
+from ..verifier.checkers import Checker
 
 
 class ReshapeIsBitcast(Checker):

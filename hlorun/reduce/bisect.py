@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..ir.module import Module
-from ..parser import parse_module
-from ..pipeline import Listener, PassEvent
-from ..printer import print_module
-from ..source import UsageError
+from ..text.parser import parse_module
+from ..pipeline.run import Listener, PassEvent
+from ..text.printer import print_module
+from ..errors import UsageError
 from .compile_config import CompileConfig
 from .conditions import Condition, Verdict
 

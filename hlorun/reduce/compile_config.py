@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 from ..ir.module import Module
 from ..options import CompileOptions, Output
-from ..pipeline import Listener, PipelineResult, run_pipeline
-from ..pipeline_spec import PipelineSpec
+from ..pipeline.run import Listener, PipelineResult, run_pipeline
+from ..pipeline.spec import PipelineSpec
 
 
 @dataclass

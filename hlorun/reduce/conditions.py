@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..ir.module import Module
-from ..source import HloError, UsageError
+from ..errors import HloError, UsageError
 from .compile_config import CompileConfig
 
 BLAS_BACKENDS = ("cublas", "cublaslt", "rocblas", "hipblaslt")
@@ -86,7 +86,7 @@ def _last(path: str) -> str:
 
 class ViolationCondition(Condition):
     def __init__(self, rule: str):
-        from ..verify import CHECKERS
+        from ..verifier.checkers import CHECKERS
         if rule not in CHECKERS:
             import difflib
             near = difflib.get_close_matches(rule, CHECKERS, n=3)
@@ -99,7 +99,7 @@ class ViolationCondition(Condition):
     def prepare(self, cfg: CompileConfig | None) -> None:
         super().prepare(cfg)
         assert cfg is not None
-        from ..pipeline_spec import CheckerSpec, CheckStep, PipelineStep
+        from ..pipeline.spec import CheckerSpec, CheckStep, PipelineStep
         spec = cfg.spec()
         names = {c.name for c in spec.checkers}
         for _, s in spec.walk():
@@ -124,7 +124,7 @@ class ViolationCondition(Condition):
             # Bisection: the pipeline stopped at --pass-limit, perhaps before the
             # check step that would report it.  Does the module as it is now
             # violate the rule?
-            from ..verify import get_checker
+            from ..verifier.checkers import get_checker
             diags = get_checker(self.rule).check(module)
             if diags:
                 d = diags[0]
@@ -287,7 +287,7 @@ class OutputDiffersCondition(Condition):
     def prepare(self, cfg: CompileConfig | None) -> None:
         super().prepare(cfg)
         self.ev = _evaluator()
-        from ..parser import load_module
+        from ..text.parser import load_module
         self.other = load_module(self.other_path)
         self._ref: dict[str, Any] = {}
 

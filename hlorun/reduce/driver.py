@@ -28,8 +28,8 @@ from typing import Any, Callable
 
 from ..ir.clone import clone_module
 from ..ir.module import Module
-from ..printer import print_module
-from ..source import HloError, UsageError
+from ..text.printer import print_module
+from ..errors import HloError, UsageError
 from .conditions import Condition, Verdict
 from .edit import cleanup
 from .strategies import Strategy, make_strategies
@@ -133,7 +133,7 @@ class Reducer:
         self.strategies: list[Strategy] = make_strategies(options.strategies)
         if condition.needs_same_semantics:
             self.strategies = [s for s in self.strategies if s.preserves_semantics]
-        from ..parser import parse_module
+        from ..text.parser import parse_module
         self.best_module = parse_module(text, filename)
         self.best_text = print_module(self.best_module)
         self.best_key = size_key(self.best_module, self.best_text)
@@ -152,13 +152,13 @@ class Reducer:
 
     # -- testing ------------------------------------------------------------------------
     def _verify(self, text: str) -> tuple[Module | None, str]:
-        from ..parser import parse_module
+        from ..text.parser import parse_module
         try:
             fresh = parse_module(text, self.filename)
         except HloError as e:
             return None, "does not re-parse: " + e.render().splitlines()[0]
         if self._verifier is None:
-            from ..verify import get_checker
+            from ..verifier.checkers import get_checker
             self._verifier = get_checker("hlo-verifier")
         diags = [d for d in self._verifier.check(fresh)
                  if self.baseline is None or finding_key(d.message) not in self.baseline]
@@ -241,7 +241,7 @@ class Reducer:
 
     def _write(self) -> None:
         if self.options.output:
-            from ..fileio import write_atomic
+            from ..text.fileio import write_atomic
             write_atomic(self.options.output, self.best_text)
 
     def _report(self, event: str) -> None:
@@ -277,7 +277,7 @@ class Reducer:
         return progress
 
     def _set_baseline(self) -> None:
-        from ..verify import get_checker
+        from ..verifier.checkers import get_checker
         self._verifier = get_checker("hlo-verifier")
         diags = self._verifier.check(self.best_module)
         self.baseline = {finding_key(d.message) for d in diags}

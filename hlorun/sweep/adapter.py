@@ -20,7 +20,7 @@ _SPECS: dict[str | None, Any] = {}
 
 def read_module_text(path: str) -> str:
     """The text of a module file (gzip / xz decompressed)."""
-    from ..fileio import read_text
+    from ..text.fileio import read_text
     return read_text(path)
 
 
@@ -35,7 +35,7 @@ def load_spec(pipeline: str | None):
 
 
 def parse(text: str, path: str):
-    from ..parser import parse_module
+    from ..text.parser import parse_module
     return parse_module(text, path)
 
 
@@ -99,8 +99,8 @@ def compare_pipelines(text: str, path: str, pipeline: str | None, against: str,
     lineage trackers: ``pipeline``'s outcome, and as JSON the first
     diverging step (``hlorun bisect --between``) with the final kernel diff
     (``hlorun diff-pipelines --a AGAINST --b PIPELINE``)."""
-    from ..kernel_diff import compare_kernels
-    from ..lineage import LineageTracker
+    from ..analysis.kernel_diff import compare_kernels
+    from ..analysis.lineage import LineageTracker
     from ..reduce.bisect import first_difference
     from ..result import CompileResult
     cfg_a = _config(path, against, disable, enable_only)
@@ -124,7 +124,7 @@ def compare_pipelines(text: str, path: str, pipeline: str | None, against: str,
 
 #: helpers that raise on a pass's behalf (``Pass.fail``): the frame that
 #: called them says where the failure is
-_RAISERS = ("hlorun/passes/base.py", "hlorun/source.py")
+_RAISERS = ("hlorun/passes/base.py", "hlorun/errors.py")
 
 
 def relative_frame(tb: str) -> str | None:

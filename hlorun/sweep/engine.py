@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from ..source import UsageError
+from ..errors import UsageError
 
 INSTALL_HINT = ("parallel runs (hlorun sweep, check -j) need Dask distributed: "
                 "pip install 'hlorun[sweep]' (or pip install 'dask[distributed]')")

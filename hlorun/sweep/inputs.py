@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..source import UsageError
+from ..errors import UsageError
 
 COMPRESSED = (".gz", ".xz")
 HLO_SUFFIXES = (".hlo", ".txt")
@@ -83,7 +83,7 @@ def split_chunks(files: list[str]) -> list[str]:
     separated module of each file (LINE: its first line), as ``hlorun check
     --split-input-file`` labels them.  A file that cannot be read keeps one
     label (``FILE:1``) and is reported as bad input by its task."""
-    from ..parser import split_input_file
+    from ..text.parser import split_input_file
     from .adapter import read_module_text
     out: list[str] = []
     for f in files:

@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any, Iterable
 
-from ..source import UsageError
+from ..errors import UsageError
 from .inputs import module_key
 from .task import RECORD_SCHEMA
 

@@ -94,7 +94,7 @@ def _compiled_fields(c) -> dict[str, Any]:
 def _check(module, text: str) -> dict[str, Any]:
     """``hlorun check``: the hlo-verifier's findings (``diagnostics`` as
     ``check --format json`` gives them, each also rendered)."""
-    from ..verify import verify
+    from ..verifier.checkers import verify
     diags = verify(module)
     return {"status": "violation" if diags else "ok", "exit_code": 2 if diags else 0,
             "module": module.name, "instructions": [module.instruction_count] * 2,
@@ -122,8 +122,8 @@ def prepare(opts: SweepOptions) -> None:
 def _chunk(label: str) -> tuple[str, str]:
     """The text of the module at ``FILE:LINE`` (line numbers kept, as
     ``hlorun check --split-input-file`` parses it) and FILE."""
-    from ..parser import split_input_file
-    from ..source import UsageError
+    from ..text.parser import split_input_file
+    from ..errors import UsageError
     from . import adapter
     from .inputs import chunk_of
     try:
@@ -138,7 +138,7 @@ def _chunk(label: str) -> tuple[str, str]:
 
 def execute(opts: SweepOptions, path: str) -> dict[str, Any]:
     """The record of one module (without time and memory)."""
-    from ..source import HloError
+    from ..errors import HloError
     from . import adapter
     rec: dict[str, Any] = {"path": path}
     try:

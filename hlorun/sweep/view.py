@@ -1,14 +1,14 @@
 """How a sweep looks on the terminal: a progress bar with counts by status
 while it runs, then the summary (counts, slowest modules, one line per
 distinct failure with its count, modules and next command).  Everything
-goes to the shared stderr console of :mod:`hlorun.report`."""
+goes to the shared stderr console of :mod:`hlorun.report.console`."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
-from .. import report
+from ..report import console as report
 from .task import STATUSES
 
 _STYLE = {"ok": "green", "violation": "yellow", "pass-failure": "red", "bad-input": "magenta",

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..ir.module import Module
-from ..source import HloError
+from ..errors import HloError
 
 __all__ = ["CaseResult", "FixtureCase", "load_fixture_file", "run_fixture_case",
            "fixture_files", "run_passes", "fixed_point_error"]
@@ -132,13 +132,13 @@ def _changed_form(module: Module) -> str:
     changes the module: XLA's contract)."""
     from dataclasses import replace as _replace
 
-    from ..printer import PRESETS, print_module
+    from ..text.printer import PRESETS, print_module
     return print_module(module, form=_replace(PRESETS["canonical"], backend_config=True))
 
 
 def load_fixture_file(path: str | Path) -> list[FixtureCase]:
     """The cases of one fixture file, directives resolved."""
-    from ..parser import split_input_file
+    from ..text.parser import split_input_file
     path = Path(path)
     kind = "checker" if path.parent.parent.name == "checkers" else "pass"
     text = path.read_text()
@@ -187,8 +187,8 @@ def run_passes(module: Module, passes: Iterable[tuple[str, dict[str, Any]]],
 
 def fixed_point_error(module: Module, what: str) -> str | None:
     """None if printing ``module`` is a fixed point of parse+print."""
-    from ..parser import parse_module
-    from ..printer import print_module
+    from ..text.parser import parse_module
+    from ..text.printer import print_module
     first = print_module(module)
     try:
         second = print_module(parse_module(first, f"<{what}>"))
@@ -203,14 +203,14 @@ def fixed_point_error(module: Module, what: str) -> str | None:
 
 
 def _verify(module: Module) -> str | None:
-    from ..verify import HloVerifier
+    from ..verifier.checkers import HloVerifier
     diags = HloVerifier().check(module)
     return "\n".join(d.render() for d in diags) if diags else None
 
 
 def run_fixture_case(case: FixtureCase) -> CaseResult:
-    from ..parser import parse_module
-    from ..printer import print_module
+    from ..text.parser import parse_module
+    from ..text.printer import print_module
     from .filecheck import filecheck, has_checks
     try:
         module = parse_module(case.text, str(case.path))
@@ -224,7 +224,7 @@ def run_fixture_case(case: FixtureCase) -> CaseResult:
     pattern = "\n" * (case.line - 1) + case.text
 
     if case.kind == "checker":
-        from ..verify import get_checker
+        from ..verifier.checkers import get_checker
         name = case.path.parent.name
         diags = get_checker(name).check(module)
         out = "\n".join(f"{d.rule}: {d.instruction}: {d.message}" for d in diags) + "\n"

@@ -264,7 +264,7 @@ def _fp8_pipeline_check(case: XlaCase, target: dict[str, str]):
     """CheckFp8IfSupported's structural half: the optimized module's first
     custom call is __cublas$lt$matmul$f8."""
     def check(_module: Module) -> str | None:
-        from ..parser import parse_module
+        from ..text.parser import parse_module
         mod = parse_module(case.hlo_text(), case.entry["file"])
         run_passes(mod, [(n, {**o, "fp8": "all"} if n == GEMM else o)
                          for n, o in optimized_pipeline()], target)

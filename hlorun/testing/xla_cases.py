@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..ir.module import Module
-from ..source import HloError
+from ..errors import HloError
 from .fixtures import CaseResult, run_passes
 
 __all__ = ["Plan", "SuiteReport", "XlaCase", "XlaSuite", "load_cases", "plan_case", "run_case",
@@ -284,9 +284,9 @@ def plan_case(case: XlaCase, suite: XlaSuite) -> Plan:
 
 
 def run_case(case: XlaCase, suite: XlaSuite) -> CaseResult:
-    from ..parser import parse_module
-    from ..printer import print_module
-    from ..verify import HloVerifier
+    from ..text.parser import parse_module
+    from ..text.printer import print_module
+    from ..verifier.checkers import HloVerifier
     from .filecheck import filecheck
     e = case.entry
     short = case.test.split(".", 1)[-1]

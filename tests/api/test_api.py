@@ -13,8 +13,8 @@ import pytest
 import hlorun
 from hlorun.passes import REGISTRY
 from hlorun.passes.base import Pass
-from hlorun.report_schema import validate
-from hlorun.source import PassError
+from hlorun.report.schema import validate
+from hlorun.errors import PassError
 
 from ..broken_passes import SwappedReshapeDecomposer
 from ..conftest import TESTDATA

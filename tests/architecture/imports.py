@@ -7,6 +7,7 @@ under ``if TYPE_CHECKING:``.  ``from . import x`` depends on the submodule
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hlorun"
@@ -45,6 +46,7 @@ def _targets(name: str, is_pkg: bool, node: ast.AST, known: dict[str, Path]) -> 
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def graph(root: Path = PACKAGE) -> dict[str, dict[str, int]]:
     """module -> {imported module: line of the first such import}."""
     known = modules(root)

@@ -1,6 +1,6 @@
-"""The package's architecture, enforced: no import cycles anywhere in
-``hlorun`` (lazy imports included), and no library module imports the
-command line (``hlorun.cli``)."""
+"""The package's architecture, enforced: only the API at the top of
+``hlorun/``, no import cycles anywhere (lazy imports included), and no
+library module imports the command line (``hlorun.cli``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,16 @@ def _describe(comp: list[str], g) -> str:
             if w in members:
                 lines.append(f"{modules()[v].relative_to(PACKAGE.parent)}:{line}: {v} -> {w}")
     return "\n".join(lines)
+
+
+#: the only modules at the top of the package: the public API (docs/ARCHITECTURE.md)
+API_MODULES = {"__init__", "__main__", "api", "errors", "options", "result"}
+
+
+def test_top_level_holds_only_the_api_and_packages():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.stem not in API_MODULES)
+    assert not loose, (f"modules at the top of hlorun/: {loose}; put them in the package of "
+                       f"their concern (docs/ARCHITECTURE.md)")
 
 
 def test_no_import_cycles():

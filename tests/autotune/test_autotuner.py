@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.passes import pass_class
 from hlorun.passes.base import Target
-from hlorun.printer import print_module
-from hlorun.source import PassError, UsageError
-from hlorun.verify import get_checker
+from hlorun.text.printer import print_module
+from hlorun.errors import PassError, UsageError
+from hlorun.verifier.checkers import get_checker
 
 from ..conftest import TESTDATA, shared_path
 

@@ -82,7 +82,7 @@ def test_measured_noise_grows_as_kernels_shrink():
 
 
 def test_explain_says_what_bounds_the_winner():
-    from hlorun.parser import load_module
+    from hlorun.text.parser import load_module
     from hlorun.passes import pass_class
     from hlorun.passes.base import Target
     from ..conftest import TESTDATA

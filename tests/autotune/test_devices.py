@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hlorun.autotune import devices as D
-from hlorun.source import UsageError
+from hlorun.errors import UsageError
 
 NAMES = ["H100", "H200", "A100", "MI300X", "MI355X", "PVC"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.passes import pass_class
 from hlorun.passes.base import Target
-from hlorun.printer import print_module
+from hlorun.text.printer import print_module
 
 from ..conftest import shared_path
 

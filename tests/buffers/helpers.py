@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hlorun.buffers import AssignOptions, assign_buffers
-from hlorun.parser import parse_module
+from hlorun.text.parser import parse_module
 
 
 def assign(text: str, **opts):

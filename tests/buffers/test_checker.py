@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hlorun.buffers.checker import BufferAliasingChecker
-from hlorun.parser import load_module, parse_module
-from hlorun.pipeline_loader import parse_pipeline
-from hlorun.verify import CHECKERS, get_checker
+from hlorun.text.parser import load_module, parse_module
+from hlorun.pipeline.loader import parse_pipeline
+from hlorun.verifier.checkers import CHECKERS, get_checker
 from tests.conftest import TESTDATA
 
 S1 = TESTDATA / "s1"
@@ -121,7 +121,7 @@ steps: []
 
 
 def test_bad_custom_call_targets_section_is_a_located_error():
-    from hlorun.yaml_source import YamlError
+    from hlorun.pipeline.yaml_source import YamlError
     with pytest.raises(YamlError) as e:
         parse_pipeline("""
 name: t

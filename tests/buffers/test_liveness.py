@@ -50,7 +50,7 @@ def test_invalid_order_falls_back_to_post_order():
     order invalid; the analysis then schedules in XLA's post order."""
     from hlorun.buffers import assign_buffers
     from hlorun.ir.module import Instruction
-    from hlorun.parser import parse_module
+    from hlorun.text.parser import parse_module
     m = parse_module(CHAIN.format(alias=""), "t.hlo")
     e = m.entry
     a = e.get_instruction("a")

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from hlorun.buffers import assign_buffers, dump
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from tests.conftest import shared_path
 
 CASES = ["permute_rows_donated", "gemm_bias_gelu_bf16", "fp8_matmul_scaled",

@@ -5,7 +5,7 @@ expectations are the tests' EXPECT lines (cited)."""
 from __future__ import annotations
 
 from hlorun.buffers import AliasRules, AssignOptions, assign_buffers
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from tests.conftest import shared_path
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlorun.evaluate import Evaluator
-from hlorun.parser import parse_module
+from hlorun.text.parser import parse_module
 
 
 def run_hlo(text: str, *args, max_bytes=None):

@@ -8,8 +8,8 @@ import pytest
 
 from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs, tolerance_types
 from hlorun.evaluate.session import leaves
-from hlorun.fileio import read_text
-from hlorun.parser import load_module
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import load_module
 
 from ..conftest import REPO
 from . import xla_oracle

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from hlorun.cli import cli, main
 from hlorun.evaluate import evaluate, random_inputs
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 
 MLP = """HloModule mlp
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from hlorun.cli import cli
 from hlorun.evaluate import EvaluationError, evaluate, random_inputs
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 
 from ..conftest import shared_path
 from .helpers import f32, run_hlo

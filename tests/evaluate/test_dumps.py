@@ -12,7 +12,7 @@ import re
 import pytest
 
 from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs, tolerance_types
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 
 from ..conftest import SHARED
 

@@ -8,9 +8,9 @@ import numpy as np
 
 from hlorun.evaluate import Evaluator, random_inputs
 from hlorun.evaluate.memo import MemoEvaluator
-from hlorun.parser import load_module
-from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_loader import load_pipeline
+from hlorun.text.parser import load_module
+from hlorun.pipeline.run import Listener, RunOptions, run_pipeline
+from hlorun.pipeline.loader import load_pipeline
 
 from ..conftest import TESTDATA
 
@@ -56,7 +56,7 @@ def test_memo_matches_fresh_evaluation_through_the_pipeline():
 
 
 def test_memo_sees_a_layout_change_under_a_bitcast():
-    from hlorun.parser import parse_module
+    from hlorun.text.parser import parse_module
     text = """HloModule m
 
 ENTRY e {

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hlorun.cli import cli
 from hlorun.evaluate import (EvaluationError, compare_values, evaluate, output_types, random_inputs,
                              tolerance_types, unsupported_ops)
-from hlorun.parser import parse_module
+from hlorun.text.parser import parse_module
 from hlorun.passes import REGISTRY
 from hlorun.testing.fixtures import fixture_files, load_fixture_file, run_passes
 
@@ -165,7 +165,7 @@ def test_check_numerics_names_the_wrong_pass(tmp_path, broken_pass):
 
 
 def test_check_numerics_json_report(tmp_path, broken_pass):
-    from hlorun.report_schema import validate
+    from hlorun.report.schema import validate
     r = _compile(tmp_path, "test-swapped-reshape-decomposer", "--format", "json")
     assert r.exit_code == 2
     doc = json.loads(r.stdout)

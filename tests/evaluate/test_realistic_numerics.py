@@ -15,7 +15,7 @@ from hlorun.evaluate import Evaluator, compare_values, output_types, random_inpu
 from hlorun.evaluate.compare import reduction_lengths, reduction_rtol
 from hlorun.evaluate.inputs import describe_inputs, index_bounds, weight_fan_ins
 from hlorun.evaluate.reference import f64_reference, referee
-from hlorun.parser import load_module, parse_module
+from hlorun.text.parser import load_module, parse_module
 
 from ..conftest import TESTDATA
 

@@ -12,8 +12,8 @@ import pytest
 
 from hlorun.evaluate import compare_values, evaluate, output_types, random_inputs, tolerance_types
 from hlorun.evaluate.session import leaves
-from hlorun.fileio import read_text
-from hlorun.parser import parse_module, split_input_file
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import parse_module, split_input_file
 
 from ..conftest import SHARED, TESTDATA
 from . import xla_oracle

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import hlorun
-from hlorun.html_report import html_from_result
+from hlorun.report.html import html_from_result
 
 from ..conftest import TESTDATA, shared_path
 

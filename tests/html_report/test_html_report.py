@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 import hlorun
 from hlorun.cli import cli
-from hlorun.html_report import html_from_json, html_from_result
-from hlorun.html_report.data import from_result, instruction_index
-from hlorun.html_report.graph import MAX_NODES, kind_class, svg
-from hlorun.html_report.render import ASSET_BUDGET, _asset
+from hlorun.report.html import html_from_json, html_from_result
+from hlorun.report.html.data import from_result, instruction_index
+from hlorun.report.html.graph import MAX_NODES, kind_class, svg
+from hlorun.report.html.render import ASSET_BUDGET, _asset
 
 from ..conftest import TESTDATA
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import hlorun
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.model_explorer.convert import convert
 from hlorun.model_explorer.node_data import overlays
 

@@ -10,9 +10,9 @@ import pytest
 import hlorun
 from hlorun.evaluate import evaluate
 from hlorun.ir.comparison import comparison_order
-from hlorun.printer import print_module
-from hlorun.source import HloError
-from hlorun.verify import HloVerifier
+from hlorun.text.printer import print_module
+from hlorun.errors import HloError
+from hlorun.verifier.checkers import HloVerifier
 
 TEXT = """HloModule m, entry_computation_layout={{(f32[4]{{0}}, f32[4]{{0}}, s32[4]{{0}})->(pred[4]{{0}}, pred[4]{{0}}, pred[4]{{0}})}}
 

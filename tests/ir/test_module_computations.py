@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.ir.module import Computation
 
 REPO = Path(__file__).resolve().parents[2]

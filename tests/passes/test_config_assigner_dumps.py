@@ -19,7 +19,7 @@ def _candidates():
     import kernel_lists
 
     import hlorun
-    from hlorun.kernels import kernel_list
+    from hlorun.analysis.kernels import kernel_list
     for d in kernel_lists.all_dumps():
         after = kernel_lists.dump_files(d)[1]
         for k in kernel_list(hlorun.load_module(after)):

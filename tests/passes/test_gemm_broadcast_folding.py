@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.parser import parse_module
+from hlorun.text.parser import parse_module
 from hlorun.passes import pass_class
 
 from ..conftest import shared_path

@@ -13,11 +13,11 @@ from dataclasses import replace
 import pytest
 
 from hlorun.ir.shape import reshape_is_bitcast
-from hlorun.parser import load_module, parse_module
+from hlorun.text.parser import load_module, parse_module
 from hlorun.passes import pass_class
 from hlorun.passes.base import Target
-from hlorun.printer import PRESETS, print_module
-from hlorun.source import PassError
+from hlorun.text.printer import PRESETS, print_module
+from hlorun.errors import PassError
 
 from ..conftest import shared_path
 
@@ -245,7 +245,7 @@ ENTRY e {
 
 
 def test_bad_options_are_usage_errors():
-    from hlorun.source import UsageError
+    from hlorun.errors import UsageError
     with pytest.raises(UsageError):
         pass_class("cublas-gemm-rewriter")(fp8="sometimes")
 

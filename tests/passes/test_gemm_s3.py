@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.passes import pass_class
 from hlorun.passes.base import Target
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.passes.priority_fusion import PriorityFusion
 from hlorun.passes.priority_fusion.costs import exact, exact_sum
-from hlorun.pipeline import Listener, RunOptions, run_pipeline
-from hlorun.pipeline_loader import load_pipeline
-from hlorun.parser import parse_module
-from hlorun.printer import print_module
+from hlorun.pipeline.run import Listener, RunOptions, run_pipeline
+from hlorun.pipeline.loader import load_pipeline
+from hlorun.text.parser import parse_module
+from hlorun.text.printer import print_module
 
 from ..conftest import shared_path
 

@@ -5,7 +5,7 @@ registered (loading validates that)."""
 from __future__ import annotations
 
 from hlorun.passes import REGISTRY, pass_class
-from hlorun.pipeline_loader import bundled_pipelines, load_pipeline
+from hlorun.pipeline.loader import bundled_pipelines, load_pipeline
 
 from ..conftest import TESTDATA
 

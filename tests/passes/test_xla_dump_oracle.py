@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.passes import pass_class
-from hlorun.printer import print_module
+from hlorun.text.printer import print_module
 
 from ..conftest import shared_path
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.fileio import read_text
+from hlorun.text.fileio import read_text
 from hlorun.cli.compile_options import compile_config
 from hlorun.reduce import parse_condition
 from hlorun.reduce.bisect import CompiledOutput, bisect_passes, first_difference

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.pipeline_loader import load_pipeline
+from hlorun.pipeline.loader import load_pipeline
 
 from ..conftest import REPO, TESTDATA
 

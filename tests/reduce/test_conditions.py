@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from hlorun.fileio import read_text
-from hlorun.parser import parse_module
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import parse_module
 from hlorun.cli.compile_options import compile_config
 from hlorun.reduce import parse_condition
 from hlorun.reduce.conditions import (BackendCondition, CommandCondition, PassFailsCondition,
                                       ViolationCondition)
-from hlorun.source import UsageError
+from hlorun.errors import UsageError
 
 from ..conftest import TESTDATA
 

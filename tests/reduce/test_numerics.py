@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.fileio import read_text
-from hlorun.parser import parse_module
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import parse_module
 from hlorun.passes import REGISTRY
 from hlorun.cli.compile_options import compile_config
 from hlorun.reduce import ReduceOptions, Reducer, parse_condition
-from hlorun.source import UsageError
+from hlorun.errors import UsageError
 
 from ..broken_passes import SwappedReshapeDecomposer  # noqa: F401 (registered by name below)
 from ..conftest import TESTDATA, shared_path

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from hlorun.cli import cli
-from hlorun.fileio import read_text
-from hlorun.parser import load_module
-from hlorun.printer import print_module
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import load_module
+from hlorun.text.printer import print_module
 from hlorun.cli.compile_options import compile_config
 from hlorun.reduce import ReduceOptions, Reducer, parse_condition
-from hlorun.source import UsageError
+from hlorun.errors import UsageError
 from hlorun.testing.embed import embed
 
 from ..conftest import TESTDATA, shared_path

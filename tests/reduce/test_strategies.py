@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.parser import load_module
+from hlorun.text.parser import load_module
 from hlorun.ir.clone import clone_module
-from hlorun.parser import parse_module
-from hlorun.printer import print_module
+from hlorun.text.parser import parse_module
+from hlorun.text.printer import print_module
 from hlorun.reduce.driver import finding_key
 from hlorun.reduce.edit import cleanup
 from hlorun.reduce.strategies import STRATEGIES, make_strategies
 from hlorun.reduce.strategies.dims_graph import DimGraph
-from hlorun.verify import HloVerifier
+from hlorun.verifier.checkers import HloVerifier
 
 from ..conftest import TESTDATA, shared_path
 

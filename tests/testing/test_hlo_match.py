@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hlorun.parser import parse_module
+from hlorun.text.parser import parse_module
 from hlorun.testing.hlo_match import parse_matcher
 
 MODULE = """

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from hlorun.fileio import read_text
+from hlorun.text.fileio import read_text
 from hlorun.ir.changes import ModuleTracker
 from hlorun.ir.module import Computation, Instruction, Module
 from hlorun.ir.shape import Shape
-from hlorun.parser import load_module, parse_module
+from hlorun.text.parser import load_module, parse_module
 from hlorun.verifier.module import run
-from hlorun.verify import HloVerifier
+from hlorun.verifier.checkers import HloVerifier
 
 from ..conftest import TESTDATA, shared_path
 

@@ -10,7 +10,7 @@ import hlorun
 from hlorun.cli import cli
 from hlorun.ir.module import Instruction
 from hlorun.ir.shape import Shape
-from hlorun.verify import HloVerifier, get_checker
+from hlorun.verifier.checkers import HloVerifier, get_checker
 
 from ..conftest import shared_path
 from .test_rules import SOURCES, dump, findings

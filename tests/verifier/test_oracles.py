@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import hlorun
-from hlorun.fileio import read_text
-from hlorun.parser import split_input_file
-from hlorun.verify import HloVerifier
+from hlorun.text.fileio import read_text
+from hlorun.text.parser import split_input_file
+from hlorun.verifier.checkers import HloVerifier
 
 from ..conftest import SHARED, TESTDATA
 

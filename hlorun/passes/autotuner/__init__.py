@@ -37,7 +37,7 @@ from ...autotune.problem import (GemmProblem, find_dot, gemm_problem, is_blas_ca
                                        is_triton_gemm_fusion)
 from ...autotune.select import Decision, decide, model_pick, runner_up
 from ...ir.module import Instruction, Module
-from ...source import PassError, UsageError
+from ...errors import PassError, UsageError
 from ..base import Pass, Target
 
 MODES = ("model", "noisy")

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...ir.module import Computation, Instruction, Module
-from ...source import UsageError
+from ...errors import UsageError
 from ..base import Pass, Target
 from .config import CUBLAS_GEMM, LT_TARGETS, Gpu, in_proto_field_order
 from .rewriter import GemmRewriterVisitor, Options

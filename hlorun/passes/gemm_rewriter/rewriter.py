@@ -10,7 +10,7 @@ from typing import Any
 
 from ...ir.module import Computation, Instruction
 from ...ir.shape import Shape
-from ...source import PassError
+from ...errors import PassError
 from . import bias, epilogues, fp8, fp8_output
 from . import hlo as H
 from .config import CUBLAS_GEMM, CUBLAS_LT_MATMUL, DotDims, Gpu, gpu_backend_config_json, new_gemm_config

@@ -22,7 +22,7 @@ def make_strategies(names=None) -> list[Strategy]:
     """Instances for ``names`` (all, in the default order, when None)."""
     if not names:
         return [cls() for cls in STRATEGIES.values()]
-    from ...source import UsageError
+    from ...errors import UsageError
     out = []
     for n in names:
         cls = STRATEGIES.get(n)

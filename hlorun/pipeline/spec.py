@@ -23,14 +23,14 @@ hlorun/pipelines/README.md) declares::
           - include: other-pipeline              # splice another file's steps
             select: some-sub-pipeline            # (or just one of its sub-pipelines)
 
-Everything is checked before any pass runs (:mod:`hlorun.pipeline_loader`):
+Everything is checked before any pass runs (:mod:`hlorun.pipeline.loader`):
 unknown passes, checkers, options and keys are errors that name the YAML
 file:line:column and the closest known names; option values are checked
 against the pass's dataclass field types.  Loading uses PyYAML's SafeLoader
-only (:mod:`hlorun.yaml_source`).
+only (:mod:`hlorun.pipeline.yaml_source`).
 
 Finding and loading pipelines (``load_pipeline`` by name or path,
-``parse_pipeline`` from text) live in :mod:`hlorun.pipeline_loader`; here:
+``parse_pipeline`` from text) live in :mod:`hlorun.pipeline.loader`; here:
 :func:`pipeline_from_passes` (``dce,cse{is_layout_sensitive=true}``).
 """
 
@@ -40,9 +40,9 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterator, Union
 
-from .passes import REGISTRY, pass_class
-from .passes.base import Pass, Target
-from .source import UsageError
+from ..passes import REGISTRY, pass_class
+from ..passes.base import Pass, Target
+from ..errors import UsageError
 from .spec_types import check_value, did_you_mean, option_fields, type_hints
 from .yaml_source import Loc
 
@@ -65,7 +65,7 @@ class CheckerSpec:
     loc: Loc | None = None
 
     def instantiate(self, spec: "PipelineSpec | None" = None):
-        from .verify import checker_class
+        from ..verifier.checkers import checker_class
         cls = checker_class(self.name)
         hook = getattr(cls, "from_pipeline", None)
         if hook is not None:

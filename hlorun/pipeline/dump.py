@@ -27,9 +27,9 @@ import os
 import re
 from pathlib import Path
 
-from .fileio import write_atomic
-from .ir.module import Module
-from .pipeline import Listener, PassEvent, PipelineEvent, PipelineResult
+from ..text.fileio import write_atomic
+from ..ir.module import Module
+from .run import Listener, PassEvent, PipelineEvent, PipelineResult
 from .snapshots import SnapshotCache
 
 _SANITIZE = re.compile(r"[/\\\[\] ]")

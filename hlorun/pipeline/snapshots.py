@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Hashable
 
-from .ir.changes import ModuleTracker
-from .ir.module import Computation, Instruction, Module
-from .printer import PRESETS, _header, _stack_frames, print_computation
+from ..ir.changes import ModuleTracker
+from ..ir.module import Computation, Instruction, Module
+from ..text.printer import PRESETS, _header, _stack_frames, print_computation
 
 
 class _Form:
@@ -54,7 +54,7 @@ class SnapshotCache:
         self.lines_printed = 0  # instruction lines printed
 
     def attach(self, run: Any) -> None:
-        """Share ``run``'s tracker (a :class:`hlorun.pipeline.PipelineRunner`)."""
+        """Share ``run``'s tracker (a :class:`hlorun.pipeline.run.PipelineRunner`)."""
         self._run = run
 
     def _scan(self, module: Module) -> ModuleTracker:

@@ -1,7 +1,7 @@
 """Explanations of the kernels a pipeline produced (``--explain``,
 ``hlorun explain``).
 
-For every final kernel (:mod:`hlorun.kernels`) the :class:`LineageTracker`
+For every final kernel (:mod:`hlorun.analysis.kernels`) the :class:`LineageTracker`
 knows the original instructions it came from and every pass decision
 (remark) made along the way.  :func:`explain_kernels` puts them together
 and adds a plain-words *story* for dots -- why a linear layer became a
@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir.module import Module
+from ..ir.module import Module
 from .kernels import Kernel, kernel_list
 from .lineage import Decision, LineageTracker, Origin
 

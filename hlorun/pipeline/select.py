@@ -19,8 +19,8 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from .pipeline_spec import CheckStep, PipelineSpec, PipelineStep, Step
-from .source import UsageError
+from .spec import CheckStep, PipelineSpec, PipelineStep, Step
+from ..errors import UsageError
 
 _PATTERN = re.compile(r"^(?P<path>[^:]+?)(?::(?P<n>\d+))?$")
 

@@ -124,7 +124,7 @@ def from_json(doc: dict[str, Any]) -> dict[str, Any]:
     """The report data of a saved JSON report (``hlorun compile --format json``).
     Renders what the report holds: kernels and diffs only if it has them."""
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("hlorun.compile/"):
-        from ..source import UsageError
+        from ...errors import UsageError
         raise UsageError("not an hlorun compile report (expected \"schema\": \"hlorun.compile/1\")")
     events = doc.get("passes") or []
     remarks = _remarks_by_pass((r.get("index", -1), _remark_text(r)) for r in doc.get("remarks", []))
@@ -187,8 +187,8 @@ def _common(doc, events, remarks, diffs, exit_code) -> dict[str, Any]:
 
 
 def _buffers(asg) -> dict[str, Any]:
-    from ..buffers import timeline
-    from ..buffers.checker import BufferAliasingChecker
+    from ...buffers import timeline
+    from ...buffers.checker import BufferAliasingChecker
     try:
         hazards = [{"rule": d.rule, "instruction": d.instruction, "message": d.message}
                    for d in BufferAliasingChecker().check(asg.module)]

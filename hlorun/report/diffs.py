@@ -3,7 +3,7 @@ computation so that big modules stay cheap.
 
 :class:`DiffListener` keeps the printed text of every computation as of the
 last diff.  After a pass that changed the module (every pass with
-``mode="all"``) it takes a new snapshot (:class:`~hlorun.snapshots.SnapshotCache`
+``mode="all"``) it takes a new snapshot (:class:`~hlorun.pipeline.snapshots.SnapshotCache`
 reprints only the instructions that changed), compares the texts
 computation by computation (one string compare for an unchanged one) and
 diffs only the ones that differ.  A diff trims the common head and tail
@@ -19,10 +19,10 @@ import difflib
 import re
 from typing import Callable, Iterable
 
-from .ir.module import Module
-from .pipeline import Listener, PassEvent
-from .printer import PRESETS, print_computation
-from .snapshots import SnapshotCache
+from ..ir.module import Module
+from ..pipeline.run import Listener, PassEvent
+from ..text.printer import PRESETS, print_computation
+from ..pipeline.snapshots import SnapshotCache
 
 Sink = Callable[[str, list[str]], None]
 

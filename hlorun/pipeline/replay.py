@@ -163,8 +163,8 @@ def replay_module(mod: DumpModule, diffs: bool = True, form: str = "diff",
                   diff_filter: re.Pattern | None = None, all_steps: bool = False
                   ) -> Iterator[ReplayStep]:
     """Yield one ReplayStep per dump file after the first, in order."""
-    from .diffs import diff_snapshots, snapshot
-    from .parser import load_module
+    from ..report.diffs import diff_snapshots, snapshot
+    from ..text.parser import load_module
     files = mod.files()
     if not files:
         return

@@ -31,7 +31,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from .source import UsageError
+from ..errors import UsageError
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"

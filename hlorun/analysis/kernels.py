@@ -31,9 +31,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .ir.module import Instruction, Module
-from .passes.priority_fusion.analysis import (find_hero, fusible_computations,
-                                              fusion_backend_kind)
+from ..ir.module import Instruction, Module
+from ..passes.priority_fusion.analysis import find_hero, fusible_computations, fusion_backend_kind
 
 _NO_KERNEL = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element",
                         "after-all", "add-dependency", "opt-barrier", "partition-id",
@@ -75,7 +74,7 @@ def category(instr: Instruction) -> str | None:
             if backend == "__triton":
                 # XLA's late fusion dispatch re-emits some loop / reduction
                 # fusions as generic Triton fusions: count them by emitter kind
-                from .passes.priority_fusion.analysis import FusionView, emitter_kind
+                from ..passes.priority_fusion.analysis import FusionView, emitter_kind
                 view = FusionView.of(instr)
                 view.backend_kind = None
                 return {"reduction": "input-fusion", "transpose": "input-fusion",
@@ -84,7 +83,7 @@ def category(instr: Instruction) -> str | None:
         return {"kLoop": "loop-fusion", "kInput": "input-fusion",
                 "kOutput": "output-fusion"}.get(kind or "", "fusion")
     if op == "reshape" or op == "transpose":
-        from .ir.shape import reshape_is_bitcast, transpose_is_bitcast
+        from ..ir.shape import reshape_is_bitcast, transpose_is_bitcast
         s, o = instr.shape, instr.operands[0].shape
         if s.layout is not None and o.layout is not None and (
                 (op == "reshape" and reshape_is_bitcast(o, s))

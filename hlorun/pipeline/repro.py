@@ -23,11 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .fileio import write_atomic
-from .ir.module import Module
-from .pipeline import Listener, PassEvent, PassFailure, PipelineRunner, Violation
-from .pipeline_spec import CheckerSpec, CheckStep, PassStep, PipelineSpec, PipelineStep
-from .printer import print_module
+from ..text.fileio import write_atomic
+from ..ir.module import Module
+from .run import Listener, PassEvent, PassFailureRecord, PipelineRunner, Violation
+from .spec import CheckerSpec, CheckStep, PassStep, PipelineSpec, PipelineStep
+from ..text.printer import print_module
 
 
 class ReproListener(Listener):
@@ -62,7 +62,7 @@ class ReproListener(Listener):
         if ev.changed:
             self._dirty = True
 
-    def on_pass_failure(self, f: PassFailure, module: Module) -> None:
+    def on_pass_failure(self, f: PassFailureRecord, module: Module) -> None:
         self._dirty = True
         if self.bundle is None:
             self._write(f.index, "pass failure", f"pass {f.path} (#{f.index}) failed: {f.message}"
@@ -83,7 +83,7 @@ class ReproListener(Listener):
         ev = self._events.get(index)
         checkers = list(spec.checkers)
         if v is not None and v.rule not in {c.name for c in checkers}:
-            from .verify import CHECKERS
+            from ..verifier.checkers import CHECKERS
             extra = [s.checker for _, s in spec.walk()
                      if isinstance(s, (CheckStep,)) and s.checker.name == v.rule]
             extra += [c for _, s in spec.walk() if isinstance(s, PipelineStep)

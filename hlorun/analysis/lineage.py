@@ -1,6 +1,6 @@
 """Lineage of instructions through a pipeline run (for ``--explain``).
 
-:class:`LineageTracker` is a pipeline :class:`~hlorun.pipeline.Listener`.
+:class:`LineageTracker` is a pipeline :class:`~hlorun.pipeline.run.Listener`.
 At the start of the run every instruction is its own origin (its name and
 ``metadata op_name`` in the input module).  Around each pass it takes a
 snapshot (instructions, their users and each computation's root) and
@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir.module import Computation, Instruction, Module
-from .passes.base import Remark
-from .pipeline import Listener, PassEvent
+from ..ir.module import Computation, Instruction, Module
+from ..passes.base import Remark
+from ..pipeline.run import Listener, PassEvent
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Running a pipeline: passes, invariant checkers and listener events.
 
 ``run_pipeline(module, spec, RunOptions(...)) -> PipelineResult`` runs the
-steps of a :class:`~hlorun.pipeline_spec.PipelineSpec` in order, the way
+steps of a :class:`~hlorun.pipeline.spec.PipelineSpec` in order, the way
 XLA's HloPassPipeline does:
 
 * each sub-pipeline runs its enabled steps; a fixed-point one (HloPassFix)
@@ -13,7 +13,7 @@ XLA's HloPassPipeline does:
   start and after its changed passes; a ``check:`` step runs its checker at
   that point, and the finding names the pass after which it first appeared;
 * a pass that raises (``PassError`` or anything else) stops the run with a
-  :class:`PassFailure`; a violation stops it too unless ``keep_going``;
+  :class:`PassFailureRecord`; a violation stops it too unless ``keep_going``;
 * with ``check_changed`` the module is scanned (:class:`~hlorun.ir.changes.
   ModuleTracker`: everything the printer and the verifier read) after each
   pass, and a pass whose ``changed`` disagrees is a ``pass-changed-report``
@@ -33,7 +33,7 @@ reproducers, numerics checks): ``on_run_start``, ``on_pipeline_start``,
 ``on_before_pass``, ``on_after_pass``, ``on_pipeline_end``,
 ``on_violation``, ``on_pass_failure``, ``on_run_end``.  Time spent in
 listeners is measured per listener class (``result.listener_seconds``).
-The event and result types live in :mod:`hlorun.pipeline_events` and are
+The event and result types live in :mod:`hlorun.pipeline.events` and are
 re-exported here.
 """
 
@@ -45,14 +45,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .gc_policy import pipeline_gc
-from .ir.changes import ModuleTracker
-from .ir.module import Module
-from .passes.base import Pass, Target
-from .pipeline_events import (Listener, PassEvent, PassFailure, PipelineEvent, PipelineResult,
-                              Violation)
-from .pipeline_select import select
-from .pipeline_spec import CheckerSpec, CheckStep, PassStep, PipelineSpec, PipelineStep, Step
-from .source import Diagnostic, PassError
+from ..ir.changes import ModuleTracker
+from ..ir.module import Module
+from ..passes.base import Pass, Target
+from .events import Listener, PassEvent, PassFailureRecord, PipelineEvent, PipelineResult, Violation
+from .select import select
+from .spec import CheckerSpec, CheckStep, PassStep, PipelineSpec, PipelineStep, Step
+from ..errors import Diagnostic, PassError
 
 
 @dataclass
@@ -74,7 +73,7 @@ class RunOptions:
     #: busy machine, as bench/compile.py does).
     clock: Callable[[], float] = time.perf_counter
     #: The garbage-collector policy while the pipeline runs
-    #: (:mod:`hlorun.gc_policy`): "pipeline" (freeze what exists, rare
+    #: (:mod:`hlorun.pipeline.gc_policy`): "pipeline" (freeze what exists, rare
     #: young collections) or "default" (leave the interpreter's settings).
     gc_policy: str = "pipeline"
 
@@ -114,7 +113,7 @@ class PipelineRunner:
         self.index = 0
         #: A token for "the module as it is now": bumped by every pass that
         #: reports a change (corrected by ``check_changed``) or fails.
-        #: Listeners key caches on it (:class:`hlorun.snapshots.SnapshotCache`):
+        #: Listeners key caches on it (:class:`hlorun.pipeline.snapshots.SnapshotCache`):
         #: like XLA's dumps, they trust ``changed``.
         self.state = 0
         self.result: PipelineResult | None = None
@@ -357,7 +356,7 @@ class PipelineRunner:
             res.events.append(ev)
             is_pe = isinstance(e, PassError)
             msg = e.message if is_pe else f"{type(e).__name__}: {e}"
-            res.failure = PassFailure(ev.index, step.name, path, msg,
+            res.failure = PassFailureRecord(ev.index, step.name, path, msg,
                                       getattr(e, "instruction", None),
                                       getattr(e, "computation", None),
                                       "PassError" if is_pe else type(e).__name__,
@@ -406,5 +405,5 @@ def run_pipeline(module: Module, spec: PipelineSpec,
     return PipelineRunner(spec, options).run(module)
 
 
-__all__ = ["Listener", "PassEvent", "PassFailure", "PipelineEvent", "PipelineResult",
+__all__ = ["Listener", "PassEvent", "PassFailureRecord", "PipelineEvent", "PipelineResult",
            "PipelineRunner", "RunOptions", "Violation", "run_pipeline"]

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .ir.module import Computation, Instruction, Module
-from .source import Diagnostic
+from ..ir.module import Computation, Instruction, Module
+from ..errors import Diagnostic
 
 if TYPE_CHECKING:
-    from .ir.changes import ModuleTracker
+    from ..ir.changes import ModuleTracker
 
 
 class Checker:
@@ -90,11 +90,11 @@ class HloVerifier(Checker):
     def check(self, module: Module) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         try:
-            from .verifier.module import run
+            from .module import run
             try:
                 found = list(run(module, self))
             except RecursionError:  # deeply nested shapes: read-only, so rerun
-                from .deep import call_deep
+                from ..ir.deep import call_deep
                 found = call_deep(lambda: list(run(module, self)))
             for instr, comp, message in found:
                 out.append(self.diag(module, instr, message, comp))
@@ -108,7 +108,7 @@ class HloVerifier(Checker):
         call (:mod:`hlorun.verifier.incremental`); same findings as ``check``."""
         out: list[Diagnostic] = []
         try:
-            from .verifier.incremental import run_changes
+            from .incremental import run_changes
             for instr, comp, message in run_changes(module, self, tracker):
                 out.append(self.diag(module, instr, message, comp))
         except Exception:  # never raise; the full run reports a crash itself
@@ -120,7 +120,7 @@ class HloVerifier(Checker):
 #: name -> "module:Class" (alphabetical); imported on use.
 CHECKERS: dict[str, str] = {
     "buffer-aliasing": "hlorun.buffers.checker:BufferAliasingChecker",
-    "hlo-verifier": "hlorun.verify:HloVerifier",
+    "hlo-verifier": "hlorun.verifier.checkers:HloVerifier",
     "reshape-is-bitcast": "hlorun.passes.reshape_is_bitcast:ReshapeIsBitcast",
 }
 
@@ -131,7 +131,7 @@ def checker_class(name: str) -> type[Checker]:
     if spec is None:
         import difflib
         near = difflib.get_close_matches(name, CHECKERS, n=3)
-        from .source import UsageError
+        from ..errors import UsageError
         raise UsageError(f"unknown checker '{name}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
     module, attr = spec.split(":")
     return getattr(import_module(module), attr)

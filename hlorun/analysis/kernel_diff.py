@@ -3,11 +3,11 @@
 call with one pipeline version, a bf16 GEMM fusion plus separate
 dequantize fusions with the next).
 
-Both runs are watched by a :class:`~hlorun.lineage.LineageTracker`, so
+Both runs are watched by a :class:`~hlorun.analysis.lineage.LineageTracker`, so
 every kernel knows the input instructions it computes and the decisions
 that shaped it.  :func:`compare_kernels` gives
 
-* the kernel count per category on each side (:mod:`hlorun.kernels`);
+* the kernel count per category on each side (:mod:`hlorun.analysis.kernels`);
 * the kernels only one side has: kernels are paired by *signature*
   (category, result shape, hero), names are ignored since two pipelines
   number them differently;
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .explain import KernelExplanation, explain_kernels, is_primary
-from .ir.module import Module
+from ..ir.module import Module
 from .kernels import compare_kernel_lists
 from .lineage import LineageTracker, Origin
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-from .ir.attrs import (PRINT_RANK, format_buffer_donor, format_computation_layout,
-                       format_input_output_alias)
-from .ir.module import Computation, Instruction, Module
+from ..ir.attrs import (PRINT_RANK, format_buffer_donor, format_computation_layout,
+                        format_input_output_alias)
+from ..ir.module import Computation, Instruction, Module
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def print_computation(comp: Computation, opts: PrintOptions | None = None,
         out.append(("  ROOT " + text) if instr is root else ("  " + text))
     tail = "}"
     if comp.execution_thread is not None and comp.execution_thread != "main":
-        from .ir.attrs import quote
+        from ..ir.attrs import quote
         tail += f", execution_thread={quote(comp.execution_thread)}"
     out.append(tail)
     return "\n".join(out)

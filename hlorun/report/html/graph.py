@@ -61,8 +61,8 @@ def kernel_nodes(result) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """([kernel node], {kernel name: body text}) of a compile result's final
     module.  Nodes carry operand kernel names, origins, forming passes and
     the explanation story (lineage)."""
-    from ..kernels import category
-    from ..printer import print_computation, print_instruction
+    from ...analysis.kernels import category
+    from ...text.printer import print_computation, print_instruction
     explained = result.kernels
     platform = result.target.platform
     by_instr = {id(e.kernel.instruction): e for e in explained}

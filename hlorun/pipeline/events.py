@@ -1,20 +1,20 @@
 """What the pipeline tells its listeners and returns: pass events,
 violations, failures, the result, and the :class:`Listener` base class
-(see :mod:`hlorun.pipeline`)."""
+(see :mod:`hlorun.pipeline.run`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .ir.module import Module
-from .passes.base import Remark, Target
-from .pipeline_select import Selection
-from .pipeline_spec import PipelineSpec, PipelineStep, Step
-from .source import Diagnostic
+from ..ir.module import Module
+from ..passes.base import Remark, Target
+from .select import Selection
+from .spec import PipelineSpec, PipelineStep, Step
+from ..errors import Diagnostic
 
 if TYPE_CHECKING:
-    from .pipeline import PipelineRunner
+    from .run import PipelineRunner
 
 
 @dataclass
@@ -80,7 +80,7 @@ class Violation:
 
 
 @dataclass
-class PassFailure:
+class PassFailureRecord:
     index: int
     name: str
     path: str
@@ -106,7 +106,7 @@ class PipelineResult:
     events: list[PassEvent] = field(default_factory=list)
     pipeline_events: list[PassEvent] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
-    failure: PassFailure | None = None
+    failure: PassFailureRecord | None = None
     changed: bool = False
     seconds: float = 0.0
     checker_seconds: float = 0.0
@@ -154,5 +154,5 @@ class Listener:
     def on_after_pass(self, ev: PassEvent, module: Module) -> None: ...
     def on_pipeline_end(self, ev: PassEvent, module: Module) -> None: ...
     def on_violation(self, v: Violation, module: Module) -> None: ...
-    def on_pass_failure(self, f: PassFailure, module: Module) -> None: ...
+    def on_pass_failure(self, f: PassFailureRecord, module: Module) -> None: ...
     def on_run_end(self, result: PipelineResult, module: Module) -> None: ...

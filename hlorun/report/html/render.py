@@ -32,7 +32,7 @@ def _script_json(obj: Any) -> str:
 
 
 def render(data: dict[str, Any]) -> str:
-    """The report page for :func:`hlorun.html_report.data.from_result` data."""
+    """The report page for :func:`hlorun.report.html.data.from_result` data."""
     diffs: dict[int, list[str]] = data.pop("diffs", {})
     index = data.pop("index", {})
     bodies = data.pop("bodies", {})

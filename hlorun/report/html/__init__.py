@@ -3,7 +3,7 @@
 violations, the final kernels as a graph, autotuner decisions and buffers.
 
     import hlorun
-    from hlorun.html_report import write_html
+    from hlorun.report.html import write_html
     r = hlorun.compile("model.hlo", diffs="changed")
     write_html(r, "report.html")
 """
@@ -27,7 +27,7 @@ def html_from_json(doc: dict[str, Any]) -> str:
 
 
 def write_html(result, path: str | os.PathLike, *, input_name: str | None = None) -> None:
-    from ..fileio import write_atomic
+    from ...text.fileio import write_atomic
     write_atomic(path, html_from_result(result, input_name=input_name))
 
 

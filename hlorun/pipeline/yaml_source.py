@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .source import PipelineError, render_location
+from ..errors import PipelineError, render_location
 
 
 @dataclass(frozen=True)

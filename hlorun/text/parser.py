@@ -26,13 +26,12 @@ from typing import Any
 
 from lark import Lark, Transformer
 
-from .ir import attrs as A
-from .ir.literal import Literal, LiteralError, validate_literal
-from .ir.module import Computation, Instruction, Module
-from .ir.opcode import OPCODES, VARIADIC, split_async_sugar
-from .ir.shape import (Shape, ShapeSyntaxError, compatible, intern,
-                       parse_array_shape)
-from .source import HloParseError, offset_to_line_col
+from ..ir import attrs as A
+from ..ir.literal import Literal, LiteralError, validate_literal
+from ..ir.module import Computation, Instruction, Module
+from ..ir.opcode import OPCODES, VARIADIC, split_async_sugar
+from ..ir.shape import Shape, ShapeSyntaxError, compatible, intern, parse_array_shape
+from ..errors import HloParseError, offset_to_line_col
 
 #: Most operands one instruction may have.  XLA sets no limit, but real
 #: modules stay far below it (the widest while/tuple in the corpus has a few
@@ -497,7 +496,7 @@ class _Builder(Transformer):
             self.fail(f"expects {n_expected} operands, but has {len(operands)} operands", op_off)
         self.check_opcode_rules(base_opcode, opcode, sugar, shape, operands, attrs, op_off)
         if shape is None:
-            from .ir.shape_inference import CAN_INFER, infer_shape
+            from ..ir.shape_inference import CAN_INFER, infer_shape
             inferred = None
             if base_opcode in CAN_INFER:
                 try:

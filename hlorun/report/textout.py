@@ -1,6 +1,6 @@
 """Output that fits a terminal: the compact forms of the pass table, the
 autotuner's decisions, the final kernels and the per-pass diffs, plus the
-pass progress bar.  Everything is written through :mod:`hlorun.report`.
+pass progress bar.  Everything is written through :mod:`hlorun.report.console`.
 
 Budgets (defaults): the pass table shows the passes that failed, lied or
 tripped a checker and the slowest changed ones (``TABLE_ROWS``); the
@@ -21,8 +21,8 @@ import time
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
-from . import report
-from .pipeline_events import Listener
+from . import console as report
+from ..pipeline.events import Listener
 
 DIFF_MODES = ("short", "changed", "all", "none")
 DIFF_HELP = ("Module diffs per pass: short (compact, truncated; after the summary), changed "
@@ -80,7 +80,7 @@ def render_autotune(records: list[dict[str, Any]], explain: str | None, full: bo
     """A one-line summary of the winners, then (unless ``--no-table``) the
     GEMMs whose decision was closest (smallest margin) or forced/flipping,
     ``limit`` rows unless ``full``."""
-    from .autotune.view import COLUMNS, explain_lines, force_lines, rows
+    from ..autotune.view import COLUMNS, explain_lines, force_lines, rows
     if not records:
         return
     wins = Counter((r.get("winner") or {}).get("backend", "NONE") for r in records)
@@ -120,7 +120,7 @@ def render_autotune(records: list[dict[str, Any]], explain: str | None, full: bo
 def kernel_summary(module) -> str | None:
     """``final kernels: 123 (gemm-fusion 40, loop-fusion 50, ...)``."""
     try:
-        from .kernels import kernel_counts, kernel_list
+        from ..analysis.kernels import kernel_counts, kernel_list
         counts = kernel_counts(kernel_list(module))
     except Exception:  # a module the kernel lister cannot read: no summary line
         return None

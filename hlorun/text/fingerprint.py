@@ -21,7 +21,7 @@ from __future__ import annotations
 from itertools import chain, compress
 from operator import attrgetter
 
-from .ir.module import Computation, Module
+from ..ir.module import Computation, Module
 
 _NAME = attrgetter("name")
 _OPCODE = attrgetter("opcode")

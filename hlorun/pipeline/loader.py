@@ -1,9 +1,9 @@
 """Loading and validating pipeline YAML (the format: hlorun/pipelines/README.md;
-the data model: :mod:`hlorun.pipeline_spec`).
+the data model: :mod:`hlorun.pipeline.spec`).
 
-Every error is a :class:`~hlorun.yaml_source.YamlError` naming the file,
+Every error is a :class:`~hlorun.pipeline.yaml_source.YamlError` naming the file,
 line and column, with the closest known names.  Only PyYAML's SafeLoader
-is used (:mod:`hlorun.yaml_source`).
+is used (:mod:`hlorun.pipeline.yaml_source`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from .passes import REGISTRY, pass_class
-from .passes.base import Target
-from .pipeline_spec import (DEFAULT_MAX_ITERATIONS, DEFAULT_PIPELINE, SECTIONS, CheckerSpec,
-                            CheckStep, PassStep, PipelineSpec, PipelineStep, Step, _plain)
-from .source import PipelineError, UsageError
+from ..passes import REGISTRY, pass_class
+from ..passes.base import Target
+from .spec import (DEFAULT_MAX_ITERATIONS, DEFAULT_PIPELINE, SECTIONS, CheckerSpec, CheckStep,
+                   PassStep, PipelineSpec, PipelineStep, Step, _plain)
+from ..errors import PipelineError, UsageError
 from .spec_types import check_value, option_fields, type_hints
 from .yaml_source import LMap, Loc, LSeq, YamlError, load_located, loc_of
 
@@ -181,7 +181,7 @@ class Loader:
         return out
 
     def _checker(self, name: str, opts: Any, loc: Loc, oloc: Loc) -> CheckerSpec:
-        from .verify import CHECKERS, checker_class
+        from ..verifier.checkers import CHECKERS, checker_class
         if name not in CHECKERS:
             raise self.err(f"unknown checker '{name}'{_did_you_mean(_near(name, CHECKERS))}", loc,
                            [f"registered checkers: {', '.join(sorted(CHECKERS))}"])
