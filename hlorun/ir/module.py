@@ -503,10 +503,12 @@ class Module:
             for b in before.pop(next(iter(before))):
                 emit(b)
         self._computations = out
+        # the sweep also picks up computations put in the list directly
+        self._members = set(out)
 
     def has_computation(self, comp: Computation) -> bool:
-        """O(1) ``comp in module.computations``."""
-        return comp in self._members
+        """``comp in module.computations`` (O(1) when it is)."""
+        return comp in self._members or comp in self.computations
 
     def add_computation(self, comp: Computation, entry: bool = False) -> Computation:
         if comp in self._pending_remove:
@@ -544,7 +546,12 @@ class Module:
 
     def remove_computation(self, comp: Computation) -> None:
         if comp not in self._members:
-            raise ValueError(f"computation {comp.name} is not in module {self.name}")
+            comps = self.computations  # maybe put in the list directly
+            if comp not in comps:
+                raise ValueError(f"computation {comp.name} is not in module {self.name}")
+            comps.remove(comp)
+            comp.module = None
+            return
         self._members.discard(comp)
         if self._pending_insert.pop(comp, False) is False:
             self._pending_remove.add(comp)

@@ -45,3 +45,16 @@ def test_lazy_edits_match_list_semantics(seed):
     m.remove_computation(c)
     m.add_computation(c)
     assert m.computations == expect[1:] + [c]
+
+
+def test_computations_put_in_the_list_directly_can_be_removed():
+    m = load_module(str(MODEL))
+    c = Computation("direct")
+    m.computations.insert(0, c)  # as some passes do
+    assert m.has_computation(c)
+    m.remove_computation(c)
+    assert not m.has_computation(c) and c not in m.computations
+    d = Computation("direct2")
+    m.computations.append(d)
+    m.insert_computation_before(Computation("pending"), m.entry)
+    assert m.computations[-1] is d and m.has_computation(d)
