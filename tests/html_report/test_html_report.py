@@ -201,3 +201,19 @@ def test_report_from_cli_json_with_diffs(tmp_path):
     with_diff = [p["index"] for p in data["passes"] if p["has_diff"]]
     assert with_diff and set(with_diff) <= set(changed)
     assert "reshape" in _blobs(html)[f"diff-{with_diff[-1]}"]
+
+
+@pytest.mark.parametrize("name, hazards", [("sort_chunks_by_map_bwd.hlo", 2),
+                                           ("sort_chunks_by_map_bwd_fixed.hlo", 0)])
+def test_buffers_section_charts_live_ranges_and_marks_aliasing_hazards(name, hazards):
+    """S1: the permutation kernel's output shares its input's buffer -- the
+    page's buffer section says so (and says nothing for the fixed module)."""
+    r = hlorun.compile(TESTDATA / "s1" / name, str(TESTDATA / "s1" / "pipeline.yaml"), buffers=True)
+    html = html_from_result(r)
+    section = html.split('<section id="buffers"', 1)[1].split("</section>", 1)[0]
+    assert "<svg" in section and "allocations" in section
+    assert section.count("[buffer-aliasing]") == hazards
+    if hazards:
+        assert "inp_grad" in section and "without a declared alias" in section
+    else:
+        assert "No aliasing hazards" in section

@@ -116,7 +116,7 @@ def from_result(result, *, input_name: str | None = None,
     data["kernels"], data["bodies"] = kernel_nodes(result)
     data["origin_to_kernel"] = _origin_map(data["kernels"])
     if result.buffers is not None:
-        data["buffers"] = _buffers(result.buffers)
+        data["buffers"] = _buffers(result.buffers, result.spec)
     return data
 
 
@@ -186,12 +186,15 @@ def _common(doc, events, remarks, diffs, exit_code) -> dict[str, Any]:
     }
 
 
-def _buffers(asg) -> dict[str, Any]:
+def _buffers(asg, spec=None) -> dict[str, Any]:
+    """The live-range chart and the aliasing hazards (the ``buffer-aliasing``
+    checker with the pipeline's declared custom-call targets)."""
     from ...buffers import timeline
     from ...buffers.checker import BufferAliasingChecker
     try:
+        checker = BufferAliasingChecker.from_pipeline(spec, {})
         hazards = [{"rule": d.rule, "instruction": d.instruction, "message": d.message}
-                   for d in BufferAliasingChecker().check(asg.module)]
+                   for d in checker.check(asg.module)]
     except Exception as e:  # the chart still helps when the checker cannot run
         hazards = [{"rule": "buffer-aliasing", "instruction": None,
                     "message": f"checker could not run: {e}"}]
