@@ -187,3 +187,13 @@ def test_malformed_metadata_is_rejected_at_parse_time():
                         'sta\ufeff\u202eck_frame_id=7}')
     e = _located(text)
     assert e.line == 5 and "metadata" in e.message
+
+
+def test_two_dones_of_one_async_start_do_not_crash_the_verifier():
+    # fuzz seed 2026 case 54293, minimized (the second done's shape was a
+    # deep one-element tuple: program() indexed its second element)
+    text = ("e{p0=f32[]parameter(0)async-start=((f32[]),f32[],u2[])custom-call-start(p0),"
+            "custom_call_target=\"\"e=f32[]custom-call-done(async-start)"
+            "e2=" + "(" * 40 + "f32[]" + ")" * 40 + "custom-call-done(async-start)}")
+    diags = verify(parse_module(text))
+    assert diags and not [d for d in diags if "crashed" in d.message]

@@ -52,9 +52,9 @@ def program(instr: Instruction) -> tuple[list[Shape], Shape, str] | None:
     # chain and has the done's shape (outputs may be bound late too).
     done = chain_done(start)
     last = done.operands[0] if done is not None else instr
-    if not last.shape.is_tuple or not last.shape.tuple_shapes \
+    if not last.shape.is_tuple or len(last.shape.tuple_shapes) < (1 if done else 2) \
             or not last.shape.tuple_shapes[0].is_tuple:
-        return None
+        return None  # (an incomplete chain: two dones of one start, fuzz case 54293)
     params = list(last.shape.tuple_shapes[0].tuple_shapes)
     result = done.shape if done is not None else last.shape.tuple_shapes[1]
     thread = A.unquote(start.attrs.get("async_execution_thread", '"main"'))
