@@ -2,8 +2,9 @@
 what did not change (``compile --check-numerics=each``).
 
 Every instruction (of the entry and of every computation it calls, except
-lifted scalar reducers) gets a key: its structure (opcode, shape with
-layout, operand shapes with layout, attributes other than metadata and the
+lifted scalar reducers) gets a key: its structure (opcode, shape, for
+bitcasts with its own and its operand's layout, attributes other than
+metadata and the
 backend config of anything but a custom call, literal, parameter number, and the
 structure of every computation it calls, recursively) plus the *value ids*
 of its operands.  A value id names an array by its content (dtype, shape
@@ -88,9 +89,10 @@ class MemoEvaluator:
     def _struct(self, ins: Instruction, comp_ids: dict) -> int:
         lit = ins.literal.text if ins.literal is not None else None
         # Backend configs (tiling, Triton configs) change values in this
-        # evaluator only for custom calls (GEMM/conv parameters); layouts do
-        # (bitcasts), so shapes count with them.
-        return self._id((ins.opcode, str(ins.shape), self._attrs(ins, comp_ids),
+        # evaluator only for custom calls (GEMM/conv parameters); layouts only
+        # for bitcasts (the one op that reads the physical order).
+        shape = str(ins.shape) if ins.opcode == "bitcast" else ins.shape.to_string(False)
+        return self._id((ins.opcode, shape, self._attrs(ins, comp_ids),
                          lit, ins.parameter_number))
 
     def _comp_id(self, comp: Computation, comp_ids: dict) -> int:
@@ -102,8 +104,7 @@ class MemoEvaluator:
         local: dict[Instruction, int] = {}
         order = _post_order(comp.root) if comp.root is not None else []
         for ins in order:
-            local[ins] = self._id((self._struct(ins, comp_ids),
-                                   tuple((local[o], str(o.shape)) for o in ins.operands)))
+            local[ins] = self._id((self._struct(ins, comp_ids), _operand_keys(ins, local)))
         got = comp_ids[comp] = self._id(("C", local[comp.root]) if comp.root is not None
                                         else ("C", None))
         return got
@@ -174,9 +175,7 @@ class MemoEvaluator:
                 values[ins] = args[n]
                 vids[ins] = arg_vids[n]
                 continue
-            # Operand layouts count: a bitcast reads its operand's physical order.
-            key = (self._struct(ins, comp_ids),
-                   tuple((vids[o], str(o.shape)) for o in ins.operands))
+            key = (self._struct(ins, comp_ids), _operand_keys(ins, vids))
             hit = self._store.get(key) or self._new_store.get(key)
             if hit is not None:
                 val, vid = hit
@@ -210,6 +209,14 @@ class _MemoCalls(Evaluator):
         if self.lifted:
             return super().call(comp, args)
         return self.memo.call(self, comp, args)
+
+
+def _operand_keys(ins: Instruction, ids: dict) -> tuple:
+    """Operands' ids; for a bitcast with their layouts too (it reads its
+    operand's physical order)."""
+    if ins.opcode == "bitcast":
+        return tuple((ids[o], str(o.shape)) for o in ins.operands)
+    return tuple(ids[o] for o in ins.operands)
 
 
 def _nbytes(v: Any) -> int:
