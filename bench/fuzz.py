@@ -271,6 +271,8 @@ def run_campaign(count: int | None, seconds: float | None, seed: int, workers: i
                 sig = "hang: killed (stuck outside Python)"
                 failures.setdefault(sig, {"case": cur, "outcome": "hang", "count": 0})
                 failures[sig]["count"] += 1
+                if progress:
+                    print(f"  case {cur}: {sig}", file=sys.stderr, flush=True)
                 if cur + 1 < stop:
                     launch(cur + 1, stop)
         if progress and done and done % 5000 < workers * 2:
@@ -343,9 +345,12 @@ def main(argv=None) -> int:
         os.makedirs(a.crash_dir, exist_ok=True)
         for k, (sig, f) in enumerate(sorted(r["failures"].items())):
             _, text, _ = make_case(seeds, a.seed, f["case"])
-            want = check_case(text, a.passes)
-            small = minimize(text, lambda t, w=want: check_case(t, a.passes) == w,
-                             a.minimize_s, a.timeout) if want[0] != "hang" else text
+            if f["outcome"] == "hang":  # never re-run a hang here (it may be stuck in C)
+                small = text
+            else:
+                want = check_case(text, a.passes)
+                small = minimize(text, lambda t, w=want: check_case(t, a.passes) == w,
+                                 a.minimize_s, a.timeout)
             path = Path(a.crash_dir) / f"crash_{k:03d}.hlo"
             path.write_text(small, encoding="utf-8", errors="surrogatepass")
             f["minimized"] = str(path)
