@@ -111,8 +111,10 @@ def name_games(rng, t):
     target = rng.choice([b.group(1), a.group(1)])
     line_end = t.find("\n", a.end())
     line_end = len(t) if line_end < 0 else line_end
-    seg = t[a.end():line_end]
-    ops = list(re.finditer(r"%?([A-Za-z_][\w.\-]*)(?=[,)])", seg))
+    seg = t[a.end():min(line_end, a.end() + 20_000)]
+    # names start at a boundary: without the lookbehind a 1 MB run of word
+    # characters (long_line) is rescanned from every position (quadratic)
+    ops = list(re.finditer(r"(?<![\w.\-%])%?([A-Za-z_][\w.\-]*)(?=[,)])", seg))
     if not ops:
         return t
     o = rng.choice(ops)
