@@ -16,7 +16,7 @@ from hlorun.passes.base import Pass
 from hlorun.report.schema import validate
 from hlorun.errors import PassError
 
-from ..broken_passes import SwappedReshapeDecomposer
+from ..broken_passes import ALIGN_INPUT_MODULE, ALIGN_INPUT_PIPELINE, SwappedReshapeDecomposer
 from ..conftest import TESTDATA
 
 S0 = TESTDATA / "s0" / "jit_dot_general.hlo"
@@ -142,31 +142,12 @@ class _Swapped(SwappedReshapeDecomposer):
     name = "test-api-swapped-reshape-decomposer"
 
 
-NUMERICS_MODULE = """HloModule align_input
-
-ENTRY %align_input (p: f32[4,2,3], q: f32[8,3]) -> f32[8,3] {
-  %p = f32[4,2,3]{0,1,2} parameter(0)
-  %q = f32[8,3]{1,0} parameter(1)
-  %e = f32[4,2,3]{0,1,2} exponential(%p)
-  %r = f32[8,3]{1,0} reshape(%e)
-  ROOT %a = f32[8,3]{1,0} add(%r, %q)
-}
-"""
-
-NUMERICS_PIPELINE = """name: numerics-test
-target: {platform: cuda, device: H100, compute_capability: "9.0"}
-steps:
-  - pipeline: layout_normalization
-    steps: [dce, DECOMPOSER, layout_normalization, cse]
-"""
-
-
 def test_numerics_names_the_wrong_pass(tmp_path, monkeypatch):
     monkeypatch.setitem(REGISTRY, _Swapped.name, "tests.api.test_api:_Swapped")
     for name, status in (("reshape-decomposer", "ok"), (_Swapped.name, "numerics-mismatch")):
         p = tmp_path / f"{name}.yaml"
-        p.write_text(NUMERICS_PIPELINE.replace("DECOMPOSER", name))
-        r = hlorun.compile(NUMERICS_MODULE, str(p), check_numerics="each", seed=3)
+        p.write_text(ALIGN_INPUT_PIPELINE.replace("DECOMPOSER", name))
+        r = hlorun.compile(ALIGN_INPUT_MODULE, str(p), check_numerics="each", seed=3)
         assert r.status == status, r.numerics.to_json()
     assert r.numerics.first_mismatch["pass"] == f"layout_normalization/{_Swapped.name}"
     with pytest.raises(hlorun.NumericsMismatch):
@@ -174,7 +155,7 @@ def test_numerics_names_the_wrong_pass(tmp_path, monkeypatch):
     doc = r.to_json()
     assert validate(doc) == [] and doc["status"] == "numerics-mismatch"
     with pytest.raises(hlorun.UsageError, match="need --check-numerics"):
-        hlorun.compile(NUMERICS_MODULE, rtol=1e-3)
+        hlorun.compile(ALIGN_INPUT_MODULE, rtol=1e-3)
 
 
 def test_device_overrides():

@@ -21,6 +21,7 @@ from hlorun.text.parser import parse_module
 from hlorun.passes import REGISTRY
 from hlorun.testing.fixtures import fixture_files, load_fixture_file, run_passes
 
+from ..broken_passes import ALIGN_INPUT_MODULE, ALIGN_INPUT_PIPELINE
 from ..broken_passes import SwappedReshapeDecomposer as BrokenDecomposer
 from ..conftest import SHARED, TESTDATA
 
@@ -120,29 +121,6 @@ class SwappedReshapeDecomposer(BrokenDecomposer):
     name = "test-swapped-reshape-decomposer"
 
 
-MODULE = """HloModule align_input
-
-ENTRY %align_input (p: f32[4,2,3], q: f32[8,3]) -> f32[8,3] {
-  %p = f32[4,2,3]{0,1,2} parameter(0)
-  %q = f32[8,3]{1,0} parameter(1)
-  %e = f32[4,2,3]{0,1,2} exponential(%p)
-  %r = f32[8,3]{1,0} reshape(%e)
-  ROOT %a = f32[8,3]{1,0} add(%r, %q)
-}
-"""
-
-PIPELINE = """name: numerics-test
-target: {platform: cuda, device: H100, compute_capability: "9.0"}
-steps:
-  - pipeline: layout_normalization
-    steps:
-      - dce
-      - DECOMPOSER
-      - layout_normalization
-      - cse
-"""
-
-
 @pytest.fixture
 def broken_pass(monkeypatch):
     monkeypatch.setitem(REGISTRY, "test-swapped-reshape-decomposer",
@@ -150,8 +128,8 @@ def broken_pass(monkeypatch):
 
 
 def _compile(tmp_path: Path, decomposer: str, *extra: str):
-    (tmp_path / "m.hlo").write_text(MODULE)
-    (tmp_path / "p.yaml").write_text(PIPELINE.replace("DECOMPOSER", decomposer))
+    (tmp_path / "m.hlo").write_text(ALIGN_INPUT_MODULE)
+    (tmp_path / "p.yaml").write_text(ALIGN_INPUT_PIPELINE.replace("DECOMPOSER", decomposer))
     return CliRunner().invoke(cli, ["compile", "--check-numerics", str(tmp_path / "m.hlo"),
                                     "-p", str(tmp_path / "p.yaml"), "--diff", "none", *extra])
 
@@ -192,7 +170,7 @@ def test_check_numerics_final_only_compares_start_and_end(tmp_path, broken_pass)
 
 
 def test_check_numerics_before_the_file_argument(tmp_path):
-    (tmp_path / "m.hlo").write_text(MODULE)
+    (tmp_path / "m.hlo").write_text(ALIGN_INPUT_MODULE)
     r = CliRunner().invoke(cli, ["compile", "--check-numerics", str(tmp_path / "m.hlo"),
                                  "--rtol", "1e-6", "--seed", "4", "--diff", "none", "--no-table"])
     assert r.exit_code == 0, r.output
@@ -200,7 +178,7 @@ def test_check_numerics_before_the_file_argument(tmp_path):
 
 
 def test_tolerance_options_need_check_numerics(tmp_path):
-    (tmp_path / "m.hlo").write_text(MODULE)
+    (tmp_path / "m.hlo").write_text(ALIGN_INPUT_MODULE)
     r = CliRunner().invoke(cli, ["compile", str(tmp_path / "m.hlo"), "--rtol", "1e-3"])
     assert r.exit_code == 1
     assert "need --check-numerics" in r.output
