@@ -136,9 +136,16 @@ def test_editable_install_runs_from_outside_the_checkout(tmp_path):
     py = venv / "bin" / "python"
     purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                    tmp_path, _clean_env()).stdout.strip()
-    deps = _run([sys.executable, "-c", "import click, os; print(os.path.dirname(os.path.dirname("
+    site = _run([sys.executable, "-c", "import click, os; print(os.path.dirname(os.path.dirname("
                  "click.__file__)))"], tmp_path, _clean_env()).stdout.strip()
-    (Path(purelib) / "deps.pth").write_text(deps + "\n")  # click, lark, ... from this environment
+    # click, lark, ... from this environment, but not an hlorun installed there
+    # (CI installs the wheel): it would shadow the editable finder
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for entry in os.listdir(site):
+        if not entry.startswith(("hlorun", "__editable__")) and not entry.endswith(".pth"):
+            (deps / entry).symlink_to(Path(site) / entry)
+    (Path(purelib) / "deps.pth").write_text(f"{deps}\n")
     r = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
               "--no-build-isolation", "-e", str(REPO)], tmp_path, _clean_env())
     assert r.returncode == 0, r.stdout + r.stderr

@@ -403,7 +403,12 @@ def test_scheduler_address_runs_on_an_existing_cluster(tmp_path):
         r, _ = sweep(*files, "--scheduler", address, "-j", "2", out=tmp_path / "x.jsonl")
         assert r.exit_code == 1 and "exclude each other" in r.stderr
         # a worker without hlorun: refused before any module is lost to it
-        bare = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        # (hlorun may be installed in this environment, as in CI: a package
+        # named hlorun that cannot be imported stands in for its absence)
+        stub = tmp_path / "no-hlorun" / "hlorun"
+        stub.mkdir(parents=True)
+        (stub / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'hlorun'\")\n")
+        bare = dict(env, PYTHONPATH=str(stub.parent))
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "dask", "worker", address, "--nthreads", "1", "--host",
              "127.0.0.1", "--no-dashboard"], cwd=tmp_path, env=bare, stdout=log,

@@ -323,7 +323,9 @@ def parse_dim_labels(text: str) -> ConvDims:
 # Metadata, backend config, frontend attributes
 # ---------------------------------------------------------------------------
 
-_META_RE = re.compile(r'\s*([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s{}]+)')
+#: one ``key=value`` of a metadata block; XLA also accepts commas between them
+#: (``op_name="a/b", source_file="x.py", source_line=3``)
+_META_RE = re.compile(r'[\s,]*([A-Za-z_][\w]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s{},]+)')
 
 
 @lru_cache(maxsize=65536)
@@ -334,7 +336,7 @@ def _parse_metadata_cached(text: str) -> tuple:
     out = []
     pos = 0
     while pos < len(body):
-        if not body[pos:].strip():
+        if not body[pos:].strip(" \t\r\n,"):
             break
         m = _META_RE.match(body, pos)
         if not m:
