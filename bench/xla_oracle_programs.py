@@ -300,6 +300,26 @@ def mlp_train_f32(b=256, sizes=(784, 1024, 1024, 512, 10)):
     return step, (params, S((b, sizes[0]), F32), S((b, sizes[-1]), F32))
 
 
+def dropout_mlp_train(b=128, sizes=(512, 1024, 1024, 256), rate=0.1):
+    """bf16 MLP training step with dropout after each hidden layer
+    (jax.random.bernoulli: threefry2x32 as plain u32 HLO ops)."""
+    def loss_fn(params, key, x, y):
+        for i, (w, c) in enumerate(params):
+            x = x @ w + c
+            if i < len(params) - 1:
+                x = jax.nn.relu(x)
+                keep = jax.random.bernoulli(jax.random.fold_in(key, i), 1 - rate, x.shape)
+                x = jnp.where(keep, x / (1 - rate), 0).astype(BF16)
+        return jnp.mean((x.astype(F32) - y) ** 2)
+
+    def step(params, key, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(params, key, x, y)
+        return jax.tree_util.tree_map(lambda p, gp: p - 0.01 * gp, params, g), loss
+
+    params = [(S((a, c), BF16), S((c,), BF16)) for a, c in zip(sizes[:-1], sizes[1:])]
+    return step, (params, S((2,), jnp.uint32), S((b, sizes[0]), BF16), S((b, sizes[-1]), F32))
+
+
 PROGRAMS = {
     "transformer_2l_bf16": lambda: transformer_train(2),
     "transformer_4l_bf16": lambda: transformer_train(4),
@@ -322,6 +342,7 @@ PROGRAMS = {
     "transformer_12l_bf16": lambda: transformer_train(12),
     "mlp_train_f32": mlp_train_f32,
     "dot_algorithms_no_triton": None,  # dot_algorithms with Triton GEMMs off
+    "dropout_mlp_train_bf16": dropout_mlp_train,
 }
 #: XLA flags a program adds to the dump flags.
 EXTRA_FLAGS = {"dot_algorithms_no_triton": "--xla_gpu_enable_triton_gemm=false"}

@@ -80,12 +80,12 @@ def fuse_into_multi_output(fusion: Instruction, other: Instruction) -> None:
         for p in obody.parameters:
             if p is not None:
                 mapping[p] = _param_for(fusion, body, other.operands[p.parameter_number])
+        other_is_tuple = obody.root.opcode == "tuple"
         for i in obody.post_order():
-            if i.opcode == "parameter":
-                continue
+            if i.opcode == "parameter" or (other_is_tuple and i is obody.root):
+                continue  # a multi-output root's values become outputs directly
             mapping[i] = _clone(body, i, [mapping[o] for o in i.operands])
         new_outs = [mapping[o] for o in _outputs(obody)]
-        other_is_tuple = obody.root.opcode == "tuple"
     else:
         ops = [_param_for(fusion, body, o) for o in other.operands]
         new_outs = [_clone(body, other, ops)]
