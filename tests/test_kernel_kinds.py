@@ -24,8 +24,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 KNOWN_COUNT = {
     "cnn_fp16": "5 NCHW->NHWC transposes XLA's layout assignment adds for cuDNN convolutions "
                 "(hlorun's layout-assignment has no cuDNN layout constraints)",
-    "attention_dpa": "XLA keeps 4 more small transposes/converts around the attention GEMMs "
-                     "(GEMM fusion's remaining tiling rules)",
     "moe_topk_train": "top-k: XLA rewrites it into a sort custom fusion plus kernels "
                       "hlorun has no pass for",
     # dumps added by i14a at 12:40; not analysed by the fusion work yet
@@ -111,3 +109,22 @@ def test_softmax_and_multi_output_structure_like_xla():
         arity = sorted(len(k.instruction.shape.tuple_shapes) for k in r.ours
                        if k.instruction.opcode == "fusion" and k.instruction.shape.is_tuple)
         assert arity.count(3) == 12
+
+
+def test_entry_result_layout_copies_like_xla():
+    """attention_dpa: the four gradients leave the GEMMs in head-major
+    layouts; the entry result asks for descending ones, so layout assignment
+    copies each differing tuple element (XLA's CreateCopyWithNewLayout) and
+    they end as the transpose kernels XLA has (loop_transpose_fusion x2,
+    input_transpose_fusion x2 as __triton).  The result is laid out as
+    entry_computation_layout says."""
+    (r,) = _rows(("attention_dpa",))
+    assert r.failure is None, r.failure
+
+    def transposes(ks):
+        return sorted(k.kind for k in ks if "transpose" in k.name and "wrapped" not in k.name)
+    assert transposes(r.ours) == transposes(r.theirs) == \
+        ["kCustom:__triton", "kCustom:__triton", "kLoop", "kLoop"]
+    assert r.count_ok
+    root = r.ours[0].instruction.parent.root
+    assert all(tuple(s.minor_to_major) == (3, 2, 1, 0) for s in root.shape.tuple_shapes)

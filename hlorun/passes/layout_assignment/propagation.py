@@ -422,15 +422,51 @@ class Propagation:
                 on_copy(copy, instr)
                 changed = True
         root = self.comp.root
-        if result_shape is not None and root is not None and root.shape.is_array \
-                and result_shape.is_array and result_shape.layout is not None \
-                and root.shape.minor_to_major != result_shape.layout.minor_to_major:
-            copy = add_instruction(self.comp, Instruction(
-                "copy", root.shape.with_layout(result_shape.layout), [root]))
-            self.comp.root = copy
-            on_copy(copy, None)
-            changed = True
+        if result_shape is not None and root is not None:
+            new_root = self._copy_to_layout(root, result_shape, on_copy)
+            if new_root is not root:
+                self.comp.root = new_root
+                changed = True
         return changed
+
+    def _copy_to_layout(self, instr: Instruction, target: Shape,
+                        on_copy: Callable[[Instruction, Instruction | None], None]) -> Instruction:
+        """``CreateCopyWithNewLayout`` where ``instr``'s layout differs from
+        ``target``'s: an array gets a copy; a tuple is copied element by
+        element (a get-tuple-element of each element, copies of those that
+        differ, a new tuple) -- in the entry only: elsewhere hlorun's result
+        layout is a default it chose, while XLA lets a while body or a
+        branch keep the layouts its root computes (CalculateComputationLayout).
+        Returns ``instr`` itself when nothing differs."""
+        from ..dfs_rewrite import add_instruction
+        if instr.shape.is_array:
+            if not target.is_array or target.layout is None \
+                    or instr.shape.minor_to_major == target.layout.minor_to_major:
+                return instr
+            copy = add_instruction(self.comp, Instruction(
+                "copy", instr.shape.with_layout(target.layout), [instr]))
+            on_copy(copy, None)
+            return copy
+        if not self.comp.is_entry or not (instr.shape.is_tuple and target.is_tuple) \
+                or not self._layouts_differ(
+                instr.shape, target):
+            return instr
+        elements = []
+        for i, (have, want) in enumerate(zip(instr.shape.tuple_shapes, target.tuple_shapes)):
+            gte = add_instruction(self.comp, Instruction(
+                "get-tuple-element", have, [instr], "", {"index": str(i)}))
+            elements.append(self._copy_to_layout(gte, want, on_copy)
+                            if self._layouts_differ(have, want) else gte)
+        return add_instruction(self.comp, Instruction(
+            "tuple", Shape.tuple(e.shape for e in elements), elements))
+
+    @staticmethod
+    def _layouts_differ(have: Shape, want: Shape) -> bool:
+        for (_, a), (_, b) in zip(have.leaves(), want.leaves()):
+            if a.is_array and b.is_array and b.layout is not None \
+                    and a.minor_to_major != b.layout.minor_to_major:
+                return True
+        return False
 
     def _assigned_shape(self, instr: Instruction) -> Shape:
         s = instr.shape
