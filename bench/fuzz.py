@@ -1,14 +1,14 @@
 """Mutation fuzzing of the parser, printer, verifier and a short pipeline.
 
     python bench/fuzz.py [-n COUNT | --seconds S] [--seed N] [-j WORKERS]
-                         [--timeout 5] [--json OUT] [--crash-dir DIR]
+                         [--timeout 5] [--wall-timeout 60] [--json OUT] [--crash-dir DIR]
 
 Seeds are the XLA corpus modules (``../shared/corpus``), the testdata
 modules and XLA's before-optimization dumps (each at most ``--max-seed-kb``).
 Case ``i`` of seed ``N`` is a pure function of (N, i): a random seed module
 with one to three mutations (``bench/fuzz_mutators.py``).  Every case runs
 in a worker process (``fork``; address space capped by ``--max-mem``) under
-``signal.alarm``:
+a CPU-time limit (see "Hangs" below):
 
 1. ``parse_module``: an ``HloParseError`` with a line and column is the
    expected failure; anything else is *unexpected*;
@@ -20,9 +20,22 @@ in a worker process (``fork``; address space capped by ``--max-mem``) under
    another exception or a crashed checker is *unexpected*, verifier findings
    after a pass are counted as *pass_broke_module*.
 
-A case still running after ``--timeout`` seconds is a *hang* (the alarm
-interrupts Python code; a worker stuck in C code is killed after twice the
-timeout).  At the end one minimized input per distinct failure is written to
+Hangs are measured in CPU time, not wall time, so that a loaded machine
+(other jobs sharing the cores) does not turn a slow-but-finite case into a
+"hang": a case whose worker process spends more than ``--timeout`` seconds
+of CPU (user + system, ``time.process_time``) is a *hang*.  Three guards:
+
+* ``setitimer(ITIMER_PROF, timeout)``: a SIGPROF after ``--timeout`` CPU
+  seconds interrupts a case running Python code;
+* ``RLIMIT_CPU`` set before each case to the CPU used so far plus
+  2 x ``--timeout`` + 2 s: the kernel kills (SIGXCPU) a worker stuck in C
+  code, which the parent counts as a hang;
+* a wall-clock safety kill: a worker silent for ``--wall-timeout`` seconds
+  (default 60; sleeping, blocked, or starved) is killed and counted as a
+  hang, labelled as a wall-clock kill.
+
+Each case's CPU and wall seconds are recorded; the JSON has the slowest by
+CPU and by wall.  At the end one minimized input per distinct failure is written to
 ``--crash-dir`` (line, then character-span deletion keeping the same
 failure signature), and a summary line and JSON counts are printed.  Exit 1
 if there were unexpected exceptions or hangs.
@@ -89,6 +102,30 @@ class _Timeout(BaseException):
 
 def _alarm(signum, frame):
     raise _Timeout()
+
+
+def _arm(timeout: float) -> None:
+    """Interrupt the running Python code after ``timeout`` s of CPU time."""
+    signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, max(timeout, 0.001))
+
+
+def _disarm() -> None:
+    signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def _cpu_backstop(limit_s: float) -> None:
+    """The kernel kills this process (SIGXCPU) once its total CPU time passes
+    ``limit_s``: the guard for a case stuck in C code, where SIGPROF's Python
+    handler cannot run."""
+    try:
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = int(limit_s) + 1
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def _sig(where: str, e: BaseException) -> str:
@@ -169,12 +206,16 @@ def _worker(conn, seeds, base_seed, start, stop, timeout, passes, max_mem):
             resource.setrlimit(resource.RLIMIT_AS, (max_mem, max_mem))
         except (ValueError, OSError):
             pass
-    signal.signal(signal.SIGALRM, _alarm)
+    try:  # a SIGXCPU kill must not leave core files behind
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ValueError, OSError):
+        pass
     import hlorun.text.parser  # noqa: F401  (warm the grammar before timing cases)
     for i in range(start, stop):
         _, text, muts = make_case(seeds, base_seed, i)
-        t0 = time.perf_counter()
-        signal.alarm(int(timeout))
+        t0, c0 = time.perf_counter(), time.process_time()
+        _cpu_backstop(c0 + 2 * timeout + 2)
+        _arm(timeout)
         try:
             outcome, detail = check_case(text, passes)
         except _Timeout:
@@ -182,22 +223,23 @@ def _worker(conn, seeds, base_seed, start, stop, timeout, passes, max_mem):
         except MemoryError:
             outcome, detail = "unexpected", "MemoryError (outside the checks)"
         finally:
-            signal.alarm(0)
-        dt = time.perf_counter() - t0
-        if dt > timeout and outcome != "hang":
-            outcome, detail = "hang", f"{outcome} after {dt:.1f}s"
-        conn.send((i, outcome, detail, "+".join(muts), dt))
+            _disarm()
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        if cpu > timeout and outcome != "hang":
+            outcome, detail = "hang", f"{outcome} after {cpu:.1f}s CPU"
+        conn.send((i, outcome, detail, "+".join(muts), cpu, wall))
     conn.send(None)
 
 
 def run_campaign(count: int | None, seconds: float | None, seed: int, workers: int,
                  timeout: float, passes: str, max_seed_kb: int, max_mem: int,
-                 progress: bool = True, start: int = 0) -> dict:
+                 progress: bool = True, start: int = 0, wall_timeout: float = 60.0) -> dict:
     seeds = load_seeds(max_seed_kb)
     ctx = mp.get_context("fork")
     counts: collections.Counter = collections.Counter()
     failures: dict[str, dict] = {}
-    slowest = (0.0, -1)
+    slowest = (0.0, -1)       # by CPU seconds
+    slowest_wall = (0.0, -1)
     deadline = time.monotonic() + seconds if seconds else None
     total = start + count if count is not None else 10**9
     chunk = 200
@@ -234,10 +276,18 @@ def run_campaign(count: int | None, seconds: float | None, seed: int, workers: i
                 p, cur, stop, _ = running[conn]
                 p.join(1)
                 if cur < stop:  # the worker died in a case (e.g. killed by the OS)
-                    counts["unexpected"] += 1
-                    sig = f"worker died (exit {p.exitcode})"
-                    failures.setdefault(sig, {"case": cur, "outcome": "unexpected", "count": 0})
+                    if p.exitcode == -signal.SIGXCPU:  # the RLIMIT_CPU backstop
+                        kind = "hang"
+                        sig = f"hang: killed by RLIMIT_CPU after {2 * timeout + 2:g}s CPU " \
+                            "(stuck outside Python)"
+                    else:
+                        kind = "unexpected"
+                        sig = f"worker died (exit {p.exitcode})"
+                    counts[kind] += 1
+                    failures.setdefault(sig, {"case": cur, "outcome": kind, "count": 0})
                     failures[sig]["count"] += 1
+                    if progress and failures[sig]["count"] == 1:
+                        print(f"  case {cur}: {sig}", file=sys.stderr, flush=True)
                     done += 1
                     if cur + 1 < stop:
                         launch(cur + 1, stop)
@@ -247,28 +297,31 @@ def run_campaign(count: int | None, seconds: float | None, seed: int, workers: i
                 running[conn][0].join(1)
                 del running[conn]
                 continue
-            i, outcome, detail, muts, dt = msg
+            i, outcome, detail, muts, dt, wall = msg
             running[conn][1] = i + 1
             running[conn][3] = now
             counts[outcome] += 1
             done += 1
             if dt > slowest[0]:
                 slowest = (dt, i)
+            if wall > slowest_wall[0]:
+                slowest_wall = (wall, i)
             if outcome in ("unexpected", "roundtrip", "hang"):
                 sig = f"{outcome}: {detail}"
                 f = failures.setdefault(sig, {"case": i, "outcome": outcome, "mutators": muts,
                                               "count": 0})
                 f["count"] += 1
                 if progress and f["count"] == 1:  # new failure kinds as they appear
-                    print(f"  case {i} ({muts}, {dt:.1f}s): {sig}", file=sys.stderr, flush=True)
+                    print(f"  case {i} ({muts}, {dt:.1f}s CPU, {wall:.1f}s wall): {sig}",
+                          file=sys.stderr, flush=True)
         for conn, (p, cur, stop, last) in list(running.items()):
-            if now - last > 2 * timeout + 5:  # stuck in C code: kill, count a hang
+            if now - last > wall_timeout:  # wall-clock safety kill (blocked or starved)
                 p.kill()
                 p.join(1)
                 del running[conn]
                 counts["hang"] += 1
                 done += 1
-                sig = "hang: killed (stuck outside Python)"
+                sig = f"hang: killed at the wall-clock safety limit ({wall_timeout:g}s)"
                 failures.setdefault(sig, {"case": cur, "outcome": "hang", "count": 0})
                 failures[sig]["count"] += 1
                 if progress:
@@ -283,22 +336,23 @@ def run_campaign(count: int | None, seconds: float | None, seed: int, workers: i
             "counts": dict(counts), "failures": failures,
             "unexpected": counts["unexpected"], "roundtrip": counts["roundtrip"],
             "hangs": counts["hang"], "slowest_case_s": round(slowest[0], 3),
-            "slowest_case": slowest[1], "timeout_s": timeout, "passes": passes}
+            "slowest_case": slowest[1], "slowest_wall_s": round(slowest_wall[0], 3),
+            "slowest_wall_case": slowest_wall[1], "timeout_s": timeout,
+            "timeout_clock": "cpu", "wall_timeout_s": wall_timeout, "passes": passes}
 
 
 def minimize(text: str, signature, budget_s: float = 60.0, timeout: float = 5.0) -> str:
     """Delete lines, then character spans, while ``signature(text)`` holds."""
-    signal.signal(signal.SIGALRM, _alarm)
     t_end = time.monotonic() + budget_s
 
     def holds(t: str) -> bool:
-        signal.alarm(int(timeout))
+        _arm(timeout)
         try:
             return signature(t)
         except _Timeout:
             return False
         finally:
-            signal.alarm(0)
+            _disarm()
 
     for unit in ("\n", None):
         parts = text.split("\n") if unit else list(text)
@@ -327,7 +381,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--start", type=int, default=0, help="first case number (cases are (seed, i))")
     ap.add_argument("-j", "--workers", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=5.0, help="per-case hang limit (s)")
+    ap.add_argument("--timeout", type=float, default=5.0,
+                    help="per-case hang limit in CPU seconds of the worker (user + system; "
+                         "machine load does not count); a worker stuck in C code is killed by "
+                         "RLIMIT_CPU at 2x this + 2 s")
+    ap.add_argument("--wall-timeout", type=float, default=60.0,
+                    help="wall-clock safety kill: a worker silent this long (blocked, sleeping "
+                         "or starved) is killed and its case counted as a hang")
     ap.add_argument("--passes", default=DEFAULT_PASSES, help="short pipeline ('' for none)")
     ap.add_argument("--max-seed-kb", type=int, default=48)
     ap.add_argument("--max-mem", type=int, default=3 << 30, help="worker address-space cap")
@@ -339,7 +399,8 @@ def main(argv=None) -> int:
     if a.count is None and a.seconds is None:
         a.count = 1000
     r = run_campaign(a.count, a.seconds, a.seed, a.workers, a.timeout, a.passes,
-                     a.max_seed_kb, a.max_mem, progress=not a.quiet, start=a.start)
+                     a.max_seed_kb, a.max_mem, progress=not a.quiet, start=a.start,
+                     wall_timeout=a.wall_timeout)
     if a.crash_dir and r["failures"]:
         seeds = load_seeds(a.max_seed_kb)
         os.makedirs(a.crash_dir, exist_ok=True)
@@ -362,7 +423,9 @@ def main(argv=None) -> int:
           f"round-trip failures; parse errors {c.get('parse_error', 0)}, verifier findings "
           f"{c.get('verify_findings', 0)}, clean {c.get('verified_clean', 0)}, pipeline ok "
           f"{c.get('pipeline_ok', 0)}, pass errors {c.get('pass_error', 0)}, pass broke module "
-          f"{c.get('pass_broke_module', 0)}; slowest case {r['slowest_case_s']} s")
+          f"{c.get('pass_broke_module', 0)}; slowest case {r['slowest_case_s']} s CPU "
+          f"(case {r['slowest_case']}), {r['slowest_wall_s']} s wall "
+          f"(case {r['slowest_wall_case']})")
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=1, default=str))
     return 1 if (r["unexpected"] or r["hangs"]) else 0
