@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import (core, custom_calls, elementwise, extra_ops, fmha, indexing, linalg,  # noqa: F401
-               reduction, shapes)
+               reduction, shapes, topk_calls)
 from .compare import (Comparison, LeafDiff, compare_arrays, compare_values, tolerance_for,
                       tolerance_types)
 from .core import DEFAULT_MAX_BYTES, DEFAULT_MAX_WHILE_ITERATIONS, Evaluator

@@ -374,20 +374,3 @@ def _identity_annotation(ev, instr, ops):
         raise EvaluationError(f"{instr.custom_call_target} from {src.to_string(False)} to "
                               f"{instr.shape.to_string(False)} needs the partitioned program")
     return ops[0]
-
-
-@custom_call("__gpu$TopK")
-def _gpu_topk(ev, instr, ops):
-    """XLA:GPU's TopK (TopkRewriter's custom call): the k largest elements
-    along the last dimension, in descending order, and their indices (s32);
-    ``k`` is the result's last dimension.  The comparator is ``greater-than``
-    (XLA only emits this call for it); ties keep the lower index (stable)."""
-    x = np.asarray(ops[0])
-    shapes = instr.shape.tuple_shapes if instr.shape.is_tuple else ()
-    if len(shapes) != 2:
-        raise EvaluationError("__gpu$TopK returns (values, indices)")
-    k = shapes[0].dimensions[-1] if shapes[0].dimensions else 1
-    key = -x.astype(np.float64) if x.dtype.kind in "fV" else -x.astype(np.int64)
-    idx = np.argsort(key, axis=-1, kind="stable")[..., :k]
-    vals = np.take_along_axis(x, idx, axis=-1)
-    return (vals.astype(x.dtype), idx.astype(np.int32))

@@ -48,7 +48,13 @@ REGISTRY: dict[str, str] = {
     "select_and_scatter_expander":
         "hlorun.passes.select_and_scatter_expander:SelectAndScatterExpander",
     "softmax-rewriter-triton": "hlorun.passes.softmax_rewriter_triton:SoftmaxRewriterTriton",
+    "sort-iota-fusion": "hlorun.passes.sort_iota_fusion:SortIotaFusion",
     "splitk-rewriter": "hlorun.passes.splitk_rewriter:SplitkRewriter",
+    "stable-sort-expander": "hlorun.passes.stable_sort_expander:StableSortExpander",
+    "topk-decomposer": "hlorun.passes.topk_decomposer:TopkDecomposer",
+    "topk-rewriter": "hlorun.passes.topk_rewriter:TopkRewriter",
+    "topk-specializer": "hlorun.passes.topk_specializer:TopkSpecializer",
+    "topk-splitter": "hlorun.passes.topk_specializer:TopKSplitter",
     "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",
     "triton-gemm-rewriter": "hlorun.passes.gemm_fusion:GemmFusion",
     "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",

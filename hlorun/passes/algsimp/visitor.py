@@ -161,6 +161,10 @@ class AlgsimpVisitor(DfsRewriteVisitor):
                     self.mark_changed()
                     return
             return
+        if op.opcode == "iota":  # broadcast(iota) -> iota
+            self.replace_with_new(bcast, self.new(
+                "iota", bcast.shape, [], iota_dimension=str(dims[op.int_attr("iota_dimension")])))
+            return
         if op.opcode == "broadcast":
             new_dims = [dims[d] for d in op.dimensions]
             self.replace_with_new(bcast, self.new(
