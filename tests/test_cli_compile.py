@@ -83,7 +83,8 @@ def test_disable_and_enable_flags_and_xla_spellings():
     # XLA runs GemvRewriter / SplitkRewriter / GemmFusion only with Triton GEMMs on
     assert executed("--xla-flags", "--xla_gpu_enable_triton_gemm=false --xla_disable_hlo_passes=dce") \
         == executed("--disable-passes", "dce,gemv-rewriter,splitk-rewriter,triton-gemm-rewriter")
-    assert set(executed("--enable-passes-only", "fusion")) == {"fusion/priority-fusion",
+    assert set(executed("--enable-passes-only", "fusion")) == {"fusion/sort-iota-fusion",
+                                                                "fusion/priority-fusion",
                                                                 "fusion/cse", "fusion/dce",
                                                                 "fusion/multi_output_fusion"}
     assert executed("--xla_enable_hlo_passes_only=post-layout_assignment/cse") == [
