@@ -22,8 +22,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 #: programs whose kernel count is not yet within +-10% of XLA's, and why
 KNOWN_COUNT = {
-    "cnn_fp16": "5 NCHW->NHWC transposes XLA's layout assignment adds for cuDNN convolutions "
-                "(hlorun's layout-assignment has no cuDNN layout constraints)",
     "moe_topk_train": "the top-k is XLA's kCustom sort fusion as in XLA (test_sort_and_topk_"
                       "like_xla); 4 kernels fewer: XLA's emitter choice puts 4 more small "
                       "reductions/transposes on generic Triton kernels (__triton 3/7) and keeps "

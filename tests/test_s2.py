@@ -63,12 +63,21 @@ def test_large_linears_become_gemm_kernels(compiled):
 
 
 def test_convolutions_become_cudnn_calls(compiled):
+    """Each convolution is one cuDNN bias+ReLU call; as in XLA, its NHWC
+    layout on Hopper adds transposes of its NCHW operands (the input of the
+    first, every filter), which explain lists as the convolution's kernels
+    too (nothing else does)."""
     module, tracker = compiled
-    for op in ("conv_general_dilated.4", "conv_general_dilated.5", "conv_general_dilated.6",
-               "conv_general_dilated.7"):
+    for op, operands in (("conv_general_dilated.4", 2), ("conv_general_dilated.5", 1),
+                         ("conv_general_dilated.6", 1), ("conv_general_dilated.7", 1)):
         ks = _kernels_of(module, tracker, op)
-        assert [e.kernel.category for e in ks] == ["custom-call:__cudnn$convBiasActivationForward"]
-        text = "\n".join(ks[0].story)
+        cudnn = [e for e in ks if e.kernel.category.startswith("custom-call:")]
+        assert [e.kernel.category for e in cudnn] == ["custom-call:__cudnn$convBiasActivationForward"]
+        layout = [e for e in ks if e not in cudnn]
+        assert len(layout) == operands and all(
+            {i.opcode for i in e.kernel.instruction.fused_computation.instructions}
+            == {"parameter", "transpose"} for e in layout), [e.kernel.name for e in layout]
+        text = "\n".join(cudnn[0].story)
         assert "bias" in text and "ReLU" in text
 
 

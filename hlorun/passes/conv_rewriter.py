@@ -1,43 +1,56 @@
 """conv-rewriter: XLA:GPU's ConvRewriter (xla/backends/gpu/transforms/
-conv_rewriter.cc), simplified to forward convolutions.
+conv_rewriter.cc).
 
-Every ``convolution`` that cuDNN can run as a forward convolution
-(``CanImplementAsGpuForwardConv``: at most 3 spatial dimensions, no
-zero-element operand, window reversal all-or-none in 2D and none
-otherwise; floating-point or integral types, FP8 only f8e4m3fn/f8e5m2 on
-CUDA >= sm_90) becomes
+Every ``convolution`` cuDNN can run becomes
 
     cudnn-conv = (result, u8[0]) custom-call(lhs, rhs), window=..., dim_labels=...,
         custom_call_target="__cudnn$convForward", backend_config={"cudnn_conv_backend_config":
         {"activation_mode":"kNone","conv_result_scale":1,...},...}
 
 and its users read ``get-tuple-element(cudnn-conv, 0)`` (the u8[0] element
-is cuDNN's scratch space, sized later by the autotuner).  The name, target,
-attribute order and backend config are XLA's.
+is cuDNN's scratch space, sized later by the autotuner).  In XLA's order:
 
-Simplification (stated): XLA first tries to recognise backward-input and
-backward-filter convolutions (``MatchBackwardInput`` / ``MatchBackwardFilter``,
-producing ``__cudnn$convBackwardInput`` / ``...Filter``); hlorun does not, so
-such a convolution is emitted as a forward convolution (same result, another
-cuDNN kernel).  A ``missed`` remark flags convolutions that do not look like
-forward ones (batch or feature counts swapped), and batch-grouped
-convolutions are left alone.
+1. a backward-input convolution (``convolution(grad, reverse(filter))``,
+   :func:`.conv_matching.match_backward_input`) becomes
+   ``cudnn-conv-bw-input`` / ``__cudnn$convBackwardInput`` on the
+   unreversed filter;
+2. a backward-filter convolution (large "kernel" spatial sizes,
+   :func:`.conv_matching.match_backward_filter`) becomes
+   ``cudnn-conv-bw-filter`` / ``__cudnn$convBackwardFilter``, its
+   ``feature_group_count`` the convolution's batch_group_count;
+3. anything cuDNN can run forward (``CanImplementAsGpuForwardConv``: at
+   most 3 spatial dimensions, no zero-element operand, window reversal
+   all-or-none in 2D and none otherwise) becomes ``cudnn-conv`` /
+   ``__cudnn$convForward``; a batch-grouped one is first rewritten to
+   feature groups (reshape / transpose / reshape of the input).
 
-Postcondition: every convolution cuDNN can run forward is a custom call.
+Types: floating-point or integral, FP8 only f8e4m3fn/f8e5m2 on CUDA >=
+sm_90.  Names, targets, attribute order and backend config are XLA's.
+
+Postcondition: every convolution cuDNN can run is a custom call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.attrs import parse_dim_labels, parse_window, quote
+from ..ir.attrs import format_window, parse_dim_labels, parse_window, quote
 from ..ir.module import Instruction, Module
 from ..ir.shape import Shape, is_f8, is_floating, is_integral
 from .base import Pass
+from .conv_matching import (batch_groups, batch_grouped_to_feature_grouped, format_conv_dims,
+                            looks_like_forward, match_backward_filter, match_backward_input)
 from .dfs_rewrite import add_instruction, nonfusion_computations, replace_instruction
 
 CONV_FORWARD = "__cudnn$convForward"
 CONV_BIAS_ACTIVATION = "__cudnn$convBiasActivationForward"
+CONV_BACKWARD_INPUT = "__cudnn$convBackwardInput"
+CONV_BACKWARD_FILTER = "__cudnn$convBackwardFilter"
+#: every cuDNN convolution target (``IsCustomCallToDnnConvolution``)
+CONV_TARGETS = (CONV_FORWARD, CONV_BIAS_ACTIVATION, CONV_BACKWARD_INPUT, CONV_BACKWARD_FILTER)
+CONV_NAMES = {CONV_FORWARD: "cudnn-conv", CONV_BACKWARD_INPUT: "cudnn-conv-bw-input",
+              CONV_BACKWARD_FILTER: "cudnn-conv-bw-filter",
+              CONV_BIAS_ACTIVATION: "cudnn-conv-bias-activation"}
 
 
 def default_conv_backend_config(activation: str = "kNone", side_input_scale: float = 0,
@@ -84,21 +97,9 @@ def forward_problem(conv: Instruction) -> str | None:
     return None
 
 
-def looks_like_forward(conv: Instruction) -> bool:
-    """``LooksLikeForwardConvolution``."""
-    dl = parse_dim_labels(conv.attrs["dim_labels"])
-    lhs, rhs, out = conv.operands[0].shape, conv.operands[1].shape, conv.shape
-    if lhs.dimensions[dl.input_batch] != out.dimensions[dl.output_batch]:
-        return False
-    if rhs.dimensions[dl.kernel_output_feature] != out.dimensions[dl.output_feature]:
-        return False
-    return all(rhs.dimensions[k] <= out.dimensions[o]
-               for k, o in zip(dl.kernel_spatial, dl.output_spatial))
-
-
 @dataclass(frozen=True)
 class ConvRewriter(Pass):
-    """Convolutions become cuDNN forward-convolution custom calls."""
+    """Convolutions become cuDNN forward / backward-input / backward-filter calls."""
 
     name = "conv-rewriter"
 
@@ -115,38 +116,59 @@ class ConvRewriter(Pass):
             if why:
                 self.remark(conv, f"not rewritten to a cuDNN call: {why}", "missed", derived_from=[conv])
                 return False
-        if int(conv.attrs.get("batch_group_count", "1")) > 1:
-            self.remark(conv, "batch-grouped convolution left alone (not modelled)", "missed",
-                        derived_from=[conv])
-            return False
+        original = conv
+        m = match_backward_input(conv)
+        if m is not None:
+            window, dims, rhs = m
+            return self._emit(original, CONV_BACKWARD_INPUT, conv.operands[0], rhs, window, dims,
+                              int(conv.attrs.get("feature_group_count", "1")),
+                              "backward-input convolution (reversed filter)")
+        m = match_backward_filter(conv)
+        if m is not None:
+            window, dims, lhs = m
+            return self._emit(original, CONV_BACKWARD_FILTER, lhs, conv.operands[1], window, dims,
+                              batch_groups(conv), "backward-filter convolution (kernel spatial "
+                              "sizes exceed the output's)")
         why = forward_problem(conv)
         if why:
             self.remark(conv, f"cuDNN cannot run it as a forward convolution: {why}", "missed",
                         derived_from=[conv])
             return False
-        if not looks_like_forward(conv):
-            self.remark(conv, "batch or output-feature counts do not match a forward convolution "
-                              "(possibly a backward pass); XLA would try the backward-input/filter "
-                              "patterns, hlorun emits a forward convolution", "analysis",
-                        derived_from=[conv])
+        if batch_groups(conv) > 1:
+            conv = batch_grouped_to_feature_grouped(conv)
+        dl = parse_dim_labels(conv.attrs["dim_labels"])
+        window = list(parse_window(conv.attrs["window"])) if "window" in conv.attrs else []
+        return self._emit(original, CONV_FORWARD, conv.operands[0], conv.operands[1], window, dl,
+                          int(conv.attrs.get("feature_group_count", "1")), "forward convolution",
+                          source=conv)
+
+    def _emit(self, conv: Instruction, target: str, lhs: Instruction, rhs: Instruction, window,
+              dims, groups: int, what: str, source: Instruction | None = None) -> bool:
+        """``CreateGpuConv`` + replace ``conv`` by element 0 of the call."""
+        source = source or conv
         comp = conv.parent
         attrs = {}
-        for key in ("window", "dim_labels", "feature_group_count"):
-            if key in conv.attrs:
-                attrs[key] = conv.attrs[key]
-        attrs["custom_call_target"] = quote(CONV_FORWARD)
+        if window:
+            attrs["window"] = format_window(window)
+        attrs["dim_labels"] = format_conv_dims(dims, conv.shape.rank)
+        if groups != 1:
+            attrs["feature_group_count"] = str(groups)
+        attrs["custom_call_target"] = quote(target)
         for key in ("operand_precision", "metadata"):
             if key in conv.attrs:
                 attrs[key] = conv.attrs[key]
         call = Instruction("custom-call", Shape.tuple([conv.shape, Shape.array("u8", [0])]),
-                           list(conv.operands), "", attrs)
+                           [lhs, rhs], "", attrs)
         call.set_backend_config(default_conv_backend_config())
         add_instruction(comp, call, None)
-        _set_unique_name(call, "cudnn-conv")
+        _set_unique_name(call, CONV_NAMES[target])
         gte = Instruction("get-tuple-element", conv.shape, [call], "", {"index": "0"})
         add_instruction(comp, gte)
-        self.remark(call, f"convolution {conv.name} -> {CONV_FORWARD} ({call.name})",
-                    derived_from=[conv], rule="forward-conv")
+        self.remark(call, f"convolution {conv.name} -> {target} ({call.name}): {what}",
+                    derived_from=[conv], rule=CONV_NAMES[target])
+        if source is not conv:  # the feature-grouped rewrite, now read by the call
+            source.drop_all_operands()
+            comp.remove_instruction(source)
         replace_instruction(conv, gte)
         return True
 

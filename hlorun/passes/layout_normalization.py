@@ -8,7 +8,8 @@ normalized operands (which are either already descending, or bitcasts of
 descending instructions) into an instruction of normalized shape, adjusting
 its dimension attributes (transpose/broadcast/concatenate/reverse/iota
 dimensions, slice ranges, padding, windows, dynamic-slice indices,
-convolution and scatter dimension numbers), and bitcasts the result back to
+convolution and scatter dimension numbers; cuDNN convolution calls through
+:mod:`.conv_layout_normalization`), and bitcasts the result back to
 the original shape for the users.  Copies and transposes become physical
 transposes in descending layouts.  Instructions it does not know are
 bracketed by bitcasts (``DefaultAction``).  The walk order and instruction
@@ -112,6 +113,12 @@ class _Visitor(DfsRewriteVisitor):
             self.owner.remark(hlo, "bracketed by bitcasts to and from the descending layout")
 
     def handle_custom_call(self, hlo: Instruction) -> None:
+        # XLA:GPU's custom-call hook: cuDNN convolutions are renumbered
+        from .conv_layout_normalization import is_dnn_convolution, normalize_conv
+        if is_dnn_convolution(hlo):
+            if normalize_conv(self, hlo):
+                self.mark_changed()
+            return
         self.default_action(hlo)
 
     # -- leaves ------------------------------------------------------------------

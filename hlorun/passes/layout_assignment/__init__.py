@@ -7,7 +7,8 @@ Per non-fusion computation (callees first):
    of ``entry_computation_layout`` (other computations: descending layouts);
    ``call``/``while``/``conditional`` operands and results get their callee's;
 2. GPU backend constraints (GpuLayoutAssignment::AddBackendConstraints, in
-   reverse post order): a dot with batch dimensions, several contracting or
+   reverse post order): a cuDNN convolution call gets NHWC or NCHW operand
+   and result layouts (:mod:`.conv`); a dot with batch dimensions, several contracting or
    non-contracting dimensions gets operand layouts that cuBLAS accepts (the
    existing layout if it is a valid matrix layout, else the descending one,
    else batch/rows/columns major to minor) and an output layout: a layout a
@@ -26,7 +27,7 @@ refused, as XLA's LayoutAssignment refuses it ("Unexpected bitcast
 operation seen during layout assignment"), naming the bitcast.
 
 Simplifications (documented deviations): one propagation round with equal
-priorities; fusion computations are not laid out; sort/FFT/TopK/cuDNN
+priorities; fusion computations are not laid out; sort/FFT/TopK
 backend constraints are not modelled.  Option ``free_gemm_output``: do not
 constrain dot outputs, as for a dot a Triton GEMM fusion will compute (its
 emitter writes any layout); consumer layouts then reach the dot through
@@ -46,6 +47,7 @@ from ...ir.module import Computation, Instruction, Module
 from ...ir.shape import Layout, Shape, default_layout
 from ..base import Pass
 from ..dfs_rewrite import nonfusion_computations
+from .conv import add_conv_constraints, is_dnn_convolution
 from .gpu import add_dot_constraints, add_transpose_of_dot_constraint
 from .propagation import Propagation
 
@@ -103,7 +105,9 @@ class LayoutAssignment(Pass):
             prop.set_result_layout(result)
         # 2. backend constraints, reverse post order
         for instr in reversed(prop.order):
-            if instr.opcode == "dot":
+            if is_dnn_convolution(instr):
+                add_conv_constraints(prop, instr, self.target, self.remark)
+            elif instr.opcode == "dot":
                 add_dot_constraints(prop, instr, free_output=self.free_gemm_output)
             elif instr.opcode == "transpose" and not self.free_gemm_output:
                 add_transpose_of_dot_constraint(prop, instr)

@@ -145,6 +145,9 @@ class Propagation:
         self.reduction_threshold = reduction_threshold
         self.buffers: dict[Instruction, Constraint] = {}
         self.operands: dict[tuple[Instruction, int], Constraint] = {}
+        #: layouts of top-level array elements of tuple-shaped instructions
+        #: that define them (a cuDNN call's result element 0)
+        self.elements: dict[tuple[Instruction, int], Constraint] = {}
         self.added: list[Constraint] = []
         self.unconstrained: dict[Instruction, None] = {
             i: None for i in self.order if self.defines_buffer(i)}
@@ -239,6 +242,25 @@ class Propagation:
         self.operands[key] = c
         self.push(c)
 
+    def set_element_layout(self, layout: Layout, instr: Instruction, index: int,
+                           mandatory: bool = True, dfs: bool = True) -> None:
+        """A buffer constraint on element ``index`` of a tuple-shaped
+        instruction (the buffer XLA's points-to analysis defines at
+        ``{index}``).  It is not pushed to the instruction's operands (XLA
+        leaves buffers inside a tuple alone), only to the users of the
+        element."""
+        key = (instr, index)
+        existing = self.elements.get(key)
+        if existing is not None:
+            if existing.layout.minor_to_major == layout.minor_to_major or not mandatory:
+                return
+            existing.layout, existing.mandatory, existing.dfs = layout, mandatory, dfs
+            self.push(existing)
+            return
+        c = Constraint("element", layout, mandatory, dfs, instr, index)
+        self.elements[key] = c
+        self.push(c)
+
     def set_result_layout(self, shape: Shape) -> None:
         self.push(Constraint("result", None, True, True, result_shape=shape))
 
@@ -261,6 +283,8 @@ class Propagation:
                 self.propagate_buffer(c)
             elif c.kind == "operand":
                 self.propagate_operand(c)
+            elif c.kind == "element":
+                self.propagate_element(c)
             else:
                 self.propagate_result(c)
             take_added()
@@ -298,6 +322,12 @@ class Propagation:
                                                 dfs=should_propagate_depth_first(instr))
         for user, k in self.array_uses(instr):
             self.set_operand_layout(layout, user, k, mandatory=False, dfs=True)
+
+    def propagate_element(self, c: Constraint) -> None:
+        for gte in c.instr.users:
+            if gte.opcode == "get-tuple-element" and gte.tuple_index == c.operand_no:
+                for user, k in self.array_uses(gte):
+                    self.set_operand_layout(c.layout, user, k, mandatory=False, dfs=True)
 
     def propagate_operand(self, c: Constraint) -> None:
         user, k, layout = c.instr, c.operand_no, c.layout
@@ -477,6 +507,13 @@ class Propagation:
                                  if s.layout is not None else layout)
         if instr.opcode == "tuple":
             return Shape.tuple(o.shape for o in instr.operands)
+        if s.is_tuple and any((instr, i) in self.elements for i in range(len(s.tuple_shapes))):
+            parts = []
+            for i, part in enumerate(s.tuple_shapes):
+                c = self.elements.get((instr, i))
+                parts.append(part.with_layout(c.layout) if c is not None and part.is_array
+                             else part.with_default_layout_if_missing())
+            return Shape.tuple(parts)
         if instr.opcode == "get-tuple-element":
             return instr.operands[0].shape.tuple_shapes[instr.tuple_index]
         if instr.opcode == "bitcast":
