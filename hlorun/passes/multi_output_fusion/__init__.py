@@ -28,8 +28,9 @@ computation as it was when the pass started).  For each one, ``producer``:
    fusions, then fusions.  The producer's other users read its value as an
    output of the fusion.
 
-Reachability is kept as ancestor bit sets, updated for the descendants of
-each fusion (XLA rebuilds it after every fusion).  Not modelled (stated):
+Reachability is XLA's pruned depth-first search over a topological order
+(:mod:`.reach`); XLA rebuilds the order after every fusion, here it is
+repaired where a merge broke it.  Not modelled (stated):
 the IR-size limit (``ProducerConsumerMergedTooLarge``) and the tiled
 transpose "would become untiled" path check.
 
@@ -47,6 +48,7 @@ from ..priority_fusion.analysis import fusible_computations
 from ..priority_fusion.model import LAUNCH_US, device_of, estimate
 from . import rules as R
 from .merge import as_fusion, fuse_into_multi_output
+from .reach import DfsReach, PlainReach
 
 
 def _effective_scalar(instr: Instruction) -> bool:
@@ -60,56 +62,16 @@ def _priority(instr: Instruction) -> int:
     return 1 if instr.opcode == "fusion" else 0
 
 
-class _Reach:
-    """Ancestor sets as bit masks (bit ``idx[x]`` set in ``anc[y]`` iff x
-    reaches y)."""
-
-    def __init__(self, comp: Computation):
-        self.idx: dict[Instruction, int] = {}
-        self.anc: dict[Instruction, int] = {}
-        for i in comp.post_order():
-            self.add(i)
-
-    def add(self, instr: Instruction) -> None:
-        bit = 1 << self.idx.setdefault(instr, len(self.idx))
-        m = bit
-        for o in instr.operands:
-            m |= self.anc.get(o, 0)
-        for p in instr.control_predecessors:
-            m |= self.anc.get(p, 0)
-        self.anc[instr] = m
-
-    def reaches(self, a: Instruction, b: Instruction) -> bool:
-        return bool(self.anc[b] >> self.idx[a] & 1)
-
-    def connected(self, a: Instruction, b: Instruction) -> bool:
-        return self.reaches(a, b) or self.reaches(b, a)
-
-    def merged(self, fusion: Instruction, gone: Instruction) -> None:
-        """``gone`` was fused into ``fusion``: whatever reached either now
-        reaches the fusion and everything after it."""
-        m = self.anc[fusion] | self.anc.get(gone, 0)
-        for o in fusion.operands:
-            m |= self.anc.get(o, 0)
-        self.anc[fusion] = m
-        stack = list(fusion.users)
-        seen: set[Instruction] = set()
-        while stack:
-            x = stack.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if x not in self.idx:
-                self.add(x)
-            self.anc[x] |= m
-            stack.extend(x.users)
-
-
 @dataclass(frozen=True)
 class MultiOutputFusion(Pass):
-    """Sibling and producer-consumer multi-output fusion (XLA's GpuMultiOutputFusion)."""
+    """Sibling and producer-consumer multi-output fusion (XLA's GpuMultiOutputFusion).
+
+    ``reference: true`` answers reachability by an unpruned search of the
+    current graph instead of :class:`~.reach.DfsReach` (same decisions;
+    for tests and debugging)."""
 
     name = "multi_output_fusion"
+    reference: bool = False
 
     def run(self, module: Module) -> bool:
         changed = False
@@ -123,7 +85,7 @@ class _Run:
         self.owner = owner
         self.comp = comp
         self.device = device_of(owner.target)
-        self.reach = _Reach(comp)
+        self.reach = (PlainReach if owner.reference else DfsReach)(comp)
 
     def run(self) -> bool:
         changed = False
@@ -172,10 +134,11 @@ class _Run:
                     continue
                 was_input = b.opcode == "fusion" and b.fusion_kind == "kInput"
                 name_b = b.name
+                before = self.reach.neighbours(b)
                 fuse_into_multi_output(a, b)
                 if was_input:
                     a.attrs["kind"] = "kInput"
-                self.reach.merged(a, b)
+                self.reach.merged(a, b, before)
                 self.owner.remark(a, f"siblings {a.name} and {name_b} (both read {parent.name}) "
                                      f"fused into multi-output fusion {a.name}", "applied",
                                   rule="sibling", sibling=name_b, shared_operand=parent.name)
@@ -222,10 +185,11 @@ class _Run:
         name_c = consumer.name
         fusion = as_fusion(consumer, kind)
         if fusion is not consumer:
-            self.reach.add(fusion)
+            self.reach.replaced(consumer, fusion)
         name_p = producer.name
+        before = self.reach.neighbours(producer)
         fuse_into_multi_output(fusion, producer)
-        self.reach.merged(fusion, producer)
+        self.reach.merged(fusion, producer, before)
         self.owner.remark(fusion, f"{name_p} fused into its consumer {name_c} as an extra output "
                                   f"(multi-output fusion {fusion.name}): its other users read it "
                                   f"from there", "applied", rule="producer-consumer",

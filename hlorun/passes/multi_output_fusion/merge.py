@@ -122,7 +122,7 @@ def fuse_into_multi_output(fusion: Instruction, other: Instruction) -> None:
         comp.root = _gte(comp, fusion, base, new_outs[0].shape)
     comp.remove_instruction(other)
     if other.opcode == "fusion" and comp.module is not None and \
-            other.fused_computation in comp.module.computations:
+            comp.module.has_computation(other.fused_computation):
         comp.module.remove_computation(other.fused_computation)
 
 
