@@ -5,6 +5,9 @@ GEMMs the fit never saw.
     python bench/autotune_calibration.py --json
     python bench/autotune_calibration.py --fit           # refit on the train split (needs scipy),
                                                          # write hlorun/autotune/data/params_<dev>.json
+                                                         # and residuals_<dev>.csv
+    python bench/autotune_calibration.py --residuals     # only rewrite residuals_<dev>.csv (train split)
+    python bench/autotune_calibration.py --cv            # also 5-fold CV by shape within the train split
 
 Data: ``hlorun/autotune/data`` (XLA's own autotune logs: every Triton
 config and cuBLASLt algorithm it timed, per GEMM; split by GEMM shape into
@@ -26,6 +29,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -61,8 +65,58 @@ def s4_prediction() -> dict:
     return out
 
 
-def report(device: str, split: str | None) -> dict:
-    s = evaluate(D.load(device, split), get_device(device))
+def write_residuals(dev: str) -> None:
+    """The neighbour-correction table of the current constants, from the train split only."""
+    from hlorun.autotune import neighbours
+    from hlorun.autotune.cost import DATA_DIR, _load_params
+    from hlorun.autotune.fit import residual_rows
+    _load_params.cache_clear()
+    P = params_for(get_device(dev))
+    rows = residual_rows(D.load(dev, "train"), get_device(dev), replace(P, measured_device=""))
+    neighbours.write_table(DATA_DIR / f"residuals_{dev}.csv", rows)
+    neighbours.clear_cache()
+    print(f"{dev}: {len(rows)} residuals -> residuals_{dev}.csv", file=sys.stderr)
+
+
+def cross_validate(dev: str, folds: int = 5, settings=None) -> dict:
+    """The train split only: each fold (by GEMM shape) evaluated with a
+    neighbour table built from the other folds -- how the correction's
+    structure and settings were chosen without looking at the test split."""
+    import hashlib
+    from hlorun.autotune import neighbours
+    from hlorun.autotune.calibrate import Summary, evaluate
+    from hlorun.autotune.fit import residual_rows
+    device = get_device(dev)
+    base = replace(params_for(device), measured_device="")
+    train = D.load(dev, "train")
+
+    def fold(g):
+        p = g.problem
+        return hashlib.sha256(f"{p.batch}x{p.m}x{p.n}x{p.k}".encode()).digest()[1] % folds
+    cases = []
+    for f in range(folds):
+        rest = [g for g in train if fold(g) != f]
+        name = f"{dev}/cv{f}"
+        neighbours.REGISTERED[name] = neighbours.Table(residual_rows(rest, device, base),
+                                                       settings or neighbours.SETTINGS)
+        cases += evaluate([g for g in train if fold(g) == f], device,
+                          replace(base, measured_device=name)).cases
+        del neighbours.REGISTERED[name]
+    j = Summary(cases).to_json()
+    return {k: j[k] for k in KEYS}
+
+
+def report(device: str, split: str | None, run: str | None = None) -> dict:
+    """``run``: "first" -- the GEMMs of the first collection runs (ids without
+    a tag), "small" -- the small-GEMM run (ids ``s_*``); None: all."""
+    gemms = D.load(device, split)
+    if run == "first":
+        gemms = [g for g in gemms if not g.gemm.startswith("s_")]
+    elif run == "small":
+        gemms = [g for g in gemms if g.gemm.startswith("s_")]
+    if not gemms:
+        return {}
+    s = evaluate(gemms, get_device(device))
     j = s.to_json()
     return {k: j[k] for k in KEYS}
 
@@ -72,6 +126,9 @@ def main() -> int:
     ap.add_argument("--device", action="append", help="H200, H100 (default: every measured device)")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cv", action="store_true", help="also 5-fold cross-validation (by shape) within the train split")
+    ap.add_argument("--residuals", action="store_true",
+                    help="rewrite data/residuals_<dev>.csv (the neighbour correction) from the train split")
     ap.add_argument("--sweep", default=str(Path(__file__).resolve().parents[2] / "shared/xla-dumps/gemm_sweep"))
     a = ap.parse_args()
     devices = [d.upper() for d in a.device] if a.device else D.available_devices()
@@ -85,11 +142,16 @@ def main() -> int:
             (DATA_DIR / f"params_{dev}.json").write_text(json.dumps({"params": P.to_json(), "fit": info}, indent=1) + "\n")
             _load_params.cache_clear()
             print(f"{dev}: fitted in {time.time() - t:.0f} s: {info}", file=sys.stderr)
+        if a.fit or a.residuals:
+            write_residuals(dev)
         env = D.environment(dev)
         doc["devices"][dev] = {"environment": {k: env.get(k) for k in ("gpu", "driver", "cuda_driver_api", "jax")},
                                "cublaslt": env.get("xla_backend_versions", {}).get("CUBLASLT"),
                                "params": params_for(get_device(dev)).source,
-                               "test": report(dev, "test"), "train": report(dev, "train")}
+                               "test": report(dev, "test"), "test_first_runs": report(dev, "test", "first"),
+                               "test_small_run": report(dev, "test", "small"), "train": report(dev, "train")}
+        if a.cv:
+            doc["devices"][dev]["train_cv"] = cross_validate(dev)
     sweep = Path(a.sweep)
     if not sweep.exists():
         sweep = Path("/work/shared/xla-dumps/gemm_sweep")
@@ -104,9 +166,11 @@ def main() -> int:
     for dev, r in doc["devices"].items():
         print(f"== {dev} ({r['environment'].get('gpu')}, driver {r['environment'].get('driver')}, "
               f"cuBLASLt {r['cublaslt']}, JAX {r['environment'].get('jax')}); constants: {r['params']}")
-        for split in ("test", "train"):
-            x = r[split]
-            print(f"  {split:5s} {x['gemms']:4d} GEMMs: backend agreement {x['backend_agreement']} "
+        for split in ("test", "test_first_runs", "test_small_run", "train", "train_cv"):
+            x = r.get(split)
+            if not x:
+                continue
+            print(f"  {split:15s} {x['gemms']:4d} GEMMs: backend agreement {x['backend_agreement']} "
                   f"({x['backend_agreement_pct']}%), Spearman median {x['median_spearman']:.2f} "
                   f"(<1 GFLOP {x['median_spearman_under_1_gflop']:.2f}), worst decile {x['worst_decile_spearman']:.2f}, "
                   f"chosen config within 25%: {x['chosen_config_within_25pct']:.0%}")

@@ -11,6 +11,8 @@ output into ``hlorun/autotune/data/*.csv``.  Usage:
 PHASE 'main': all cases in priority order until the deadline;
 PHASE 'rep':  cases of every Nth module of the main phase, in a new process
               (no in-process autotune cache), for run-to-run spread.
+With ``H20_SMALL=SEED`` in the environment the cases are small GEMMs (mostly
+under 1 GFLOP; the H100 run ingested with ``--tag s_`` used seed 7).
 """
 import json
 import os
@@ -45,6 +47,45 @@ DT = {"bf16": jnp.bfloat16, "f16": jnp.float16, "tf32": jnp.float32, "f32": jnp.
 
 
 def make_cases(seed=20):
+    if os.environ.get("H20_SMALL"):
+        return make_small_cases(int(os.environ["H20_SMALL"]))
+    return _make_cases(seed)
+
+
+def make_small_cases(seed):
+    """Small GEMMs (mostly under 1 GFLOP): launch/latency-bound ranking data."""
+    rng = random.Random(seed)
+    def lu(lo, hi):
+        return int(round(2 ** rng.uniform(np.log2(lo), np.log2(hi))))
+    shapes = []
+    for _ in range(400):
+        cat = rng.choices(["square", "llm", "skinny", "batched", "random"], [1.5, 3, 2, 2.5, 3])[0]
+        b = 1
+        if cat == "square":
+            m = n = k = rng.choice([16, 32, 48, 64, 96, 128, 192, 256, 320, 384, 512, 640, 768])
+        elif cat == "llm":
+            n, k = rng.choice([(768, 768), (1024, 1024), (2048, 512), (3072, 768), (768, 3072), (4096, 1024),
+                               (1536, 1536), (512, 2048), (4096, 4096), (11008, 256), (32000, 256)])
+            m = rng.choice([2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 200])
+        elif cat == "skinny":
+            m = rng.choice([2, 4, 8, 16, 24, 32, 48, 64])
+            n, k = lu(64, 8192), lu(32, 4096)
+            if rng.random() < 0.5:
+                m, n = n, m
+        elif cat == "batched":
+            b = rng.choice([2, 4, 8, 16, 32, 64])
+            m, n, k = lu(8, 512), lu(8, 512), lu(16, 1024)
+        else:
+            m, n, k = lu(8, 4096), lu(8, 4096), lu(8, 4096)
+            if rng.random() < 0.5:
+                m, n, k = [max(16, x // 16 * 16) for x in (m, n, k)]
+        if 2 * b * m * n * k > 2e9:
+            continue
+        shapes.append((cat, b, m, n, k))
+    return _expand(rng, shapes)
+
+
+def _make_cases(seed=20):
     rng = random.Random(seed)
     pw = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
     odd = [24, 48, 100, 200, 384, 640, 768, 1000, 1536, 3072, 5120, 6144, 12288, 14336]
@@ -86,6 +127,10 @@ def make_cases(seed=20):
             if rng.random() < 0.5:
                 m, n, k = [max(16, x // 16 * 16) for x in (m, n, k)]
         shapes.append((cat, b, m, n, k))
+    return _expand(rng, shapes)
+
+
+def _expand(rng, shapes):
     cases = []
     seen = set()
     for (cat, b, m, n, k) in shapes:

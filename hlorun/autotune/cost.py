@@ -19,7 +19,10 @@ K steps; one step costs the slowest of
            + unfused prologue/epilogue kernels (BLAS fission)
 
 Each term is reported in ``Estimate.parts`` (microseconds), so ``--explain``
-and the autotuner table can say which one bounds a candidate.
+and the autotuner table can say which one bounds a candidate.  On a measured
+device the total is then multiplied by the measured neighbour correction
+(``neighbours.py``: the terms' residual on the nearest calibrated GEMMs that
+timed the same config), reported as ``Estimate.correction``.
 
 The constants of NVIDIA H100 and H200 are fitted (``hlorun.autotune.fit``,
 ``bench/autotune_calibration.py --fit``) on the calibration set of
@@ -28,7 +31,8 @@ cuBLASLt algorithm it tried -- and loaded from ``data/params_<device>.json``.
 Devices without measurements (A100, MI300X, MI355X, PVC) keep spec-sheet
 models: peaks, bandwidths, clocks, shared memory and registers from
 ``devices.py``, with the efficiencies and latencies of the H100 fit carried
-over (``FALLBACK_FIT``) -- not measured on those parts.
+over (``FALLBACK_FIT``) -- not measured on those parts -- except a documented
+GEMM efficiency where one is published (``DOCUMENTED_EFF``: PVC).
 """
 
 from __future__ import annotations
@@ -83,6 +87,9 @@ class CostParams:
     #: (instruction mix, register pressure, layout conversions)
     tile_factors: dict = field(default_factory=dict)
     source: str = "spec-sheet defaults"
+    #: the measured device whose neighbour correction applies (``neighbours.py``);
+    #: empty for spec-sheet and carried-over constants
+    measured_device: str = ""
 
     def base_eff(self, kind: str, cls: str) -> float:
         return self.eff.get((kind, cls), self.eff.get((kind, "f16"), 0.7))
@@ -98,6 +105,7 @@ class CostParams:
         d["eff"] = {f"{k}:{c}": v for (k, c), v in self.eff.items()}
         d["tile_factors"] = dict(sorted(self.tile_factors.items()))
         d["transpose"], d["unaligned"] = dict(self.transpose), dict(self.unaligned)
+        d.pop("measured_device", None)
         return d
 
     @classmethod
@@ -116,6 +124,13 @@ def tile_keys(bm: int, bn: int, bk: int, stages: int, warps: int, tma: bool) -> 
 PARAMS = CostParams()
 #: whose fitted constants unmeasured devices borrow (on their own spec-sheet peaks)
 FALLBACK_FIT = "H100"
+#: documented GEMM efficiencies of unmeasured devices (x the device's spec-sheet
+#: peak), used instead of the borrowed fit's (which are Hopper's)
+DOCUMENTED_EFF: dict[str, tuple[dict, str]] = {
+    "PVC": ({("triton", "f16"): 250.0 / 838.9, ("triton", "tf32"): 250.0 / 838.9},
+            "Triton f16/bf16 GEMM efficiency 0.30 of the 839 TFLOP/s XMX peak: Intel's Triton backend "
+            "reaches about 250 TFLOP/s on a Max 1550 (intel-xpu-backend-for-triton issue 1765)"),
+}
 
 
 @lru_cache(maxsize=16)
@@ -126,7 +141,7 @@ def _load_params(name: str, data_dir: str) -> CostParams | None:
         p = resources.files(__package__).joinpath("data", f"params_{name}.json")
     if not p.is_file():
         return None
-    return CostParams.from_json(json.loads(p.read_text())["params"])
+    return replace(CostParams.from_json(json.loads(p.read_text())["params"]), measured_device=name)
 
 
 def params_for(device: DeviceSpec | str) -> CostParams:
@@ -140,8 +155,14 @@ def params_for(device: DeviceSpec | str) -> CostParams:
     hopper = _load_params(FALLBACK_FIT, str(DATA_DIR))
     if hopper is None:
         return PARAMS
-    return replace(hopper, source=f"{FALLBACK_FIT} fit carried over (no measurements on {name}); "
-                                  f"peaks, bandwidth and clock from {name}'s spec sheet")
+    source = (f"{FALLBACK_FIT} fit carried over (no measurements on {name}); "
+              f"peaks, bandwidth and clock from {name}'s spec sheet")
+    eff = dict(hopper.eff)
+    doc = DOCUMENTED_EFF.get(name.upper())
+    if doc is not None:
+        eff.update(doc[0])
+        source += f"; {doc[1]}"
+    return replace(hopper, measured_device="", eff=eff, source=source)
 
 
 @dataclass(frozen=True)
@@ -162,6 +183,7 @@ class Estimate:
     waves: int
     occupancy: int
     bound: str                  # mma | feed | latency | dram | l2
+    correction: Any = None      # neighbours.Correction: measured factor on the nearest calibrated GEMMs
 
     def to_json(self) -> dict[str, Any]:
         return {"ns": round(self.ns, 1), "waves": self.waves, "occupancy": self.occupancy,
@@ -181,6 +203,8 @@ class Estimate:
         s += " us"
         if abs(p.get("tile_factor", 1.0) - 1.0) > 0.05:
             s += f"; measured tile factor x{p['tile_factor']:.2f}"
+        if self.correction is not None:
+            s += "; " + self.correction.describe()
         return s
 
 
@@ -320,7 +344,25 @@ def kernel_time(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
              "l2": t["l2"] * 1e6, "tile_factor": tf}
     if g.unfused_kernels:
         parts["unfused_kernels"] = t["unfused_kernels"] * 1e6
-    return Estimate(t["total"] * 1e9, parts, g.waves, g.occ, bound)
+    corr = None
+    if P.measured_device:
+        from . import neighbours
+        tab = neighbours.table(P.measured_device)
+        if tab is not None:
+            corr = tab.lookup(kind, tile_label(tile), eff_class(problem), problem.batch, problem.m,
+                              problem.n, problem.k)
+    total = t["total"] * (corr.factor if corr is not None else 1.0)
+    if corr is not None:
+        parts["measured_correction"] = corr.factor
+    return Estimate(total * 1e9, parts, g.waves, g.occ, bound, corr)
+
+
+def tile_label(tile: Tile) -> str:
+    """The Triton config's label (``TritonConfig.label``) of a tile."""
+    s = f"{tile.block_m}x{tile.block_n}x{tile.block_k}"
+    if tile.split_k > 1:
+        s += f"/sk{tile.split_k}"
+    return s + f"/s{tile.stages}/w{tile.warps}" + ("/tma" if tile.tma else "")
 
 
 def unfused_traffic(problem: GemmProblem) -> tuple[int, int]:

@@ -199,3 +199,23 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
     P = _params(full(res.x), start, source or f"fitted on {len(ps.gemms)} GEMMs", ps.keys)
     return P, {"gemms": len(ps.gemms), "triton_candidates": int(len(ps.tri_meas)),
                "loss_start": r0, "loss": float(np.mean(res.fun ** 2)), "nfev": int(res.nfev)}
+
+
+def residual_rows(gemms: Sequence[MeasuredGemm], device: DeviceSpec, P: CostParams) -> list[dict]:
+    """The neighbour-correction table (``neighbours.py``) of ``P`` on
+    ``gemms`` (the train split): ``log(measured / estimate)`` of every
+    Triton config XLA timed, and of the best BLAS algorithm, per GEMM."""
+    ps = Problemset(gemms, device)
+    tri, _, bl_best = ps.predict(P)
+    r_tri = np.log(ps.tri_meas / tri)
+    r_bl = np.log(ps.blas_meas / bl_best)
+    rows = []
+    j = 0
+    for gi, g in enumerate(ps.gemms):
+        p = g.problem
+        shape = {"cls": eff_class(p), "batch": p.batch, "m": p.m, "n": p.n, "k": p.k}
+        for c in g.triton:
+            rows.append({"kind": "triton", "label": c.triton.label, **shape, "residual": float(r_tri[j])})
+            j += 1
+        rows.append({"kind": "blas", "label": "", **shape, "residual": float(r_bl[gi])})
+    return rows

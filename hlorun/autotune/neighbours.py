@@ -1,0 +1,144 @@
+"""The measured neighbour correction: what the roofline terms miss for one
+candidate, read off the nearest calibrated GEMMs that timed the same kernel.
+
+The roofline model (``cost.terms``) is fitted per device with a few dozen
+constants; its per-candidate error is not random: a given Triton config on a
+given shape range is consistently slower or faster than the terms say
+(register pressure, instruction mix, layout conversions, how the compiler
+pipelines that tile).  The calibration set measures it directly.  For a
+candidate (Triton config, or the BLAS library's best algorithm) of a GEMM
+with compute class ``cls`` the correction is
+
+    factor = exp( sum_i w_i r_i / (sum_i w_i + shrink) ),   w_i = exp(-d_i / scale)
+
+over the ``k`` nearest train-split GEMMs of the same class that timed the
+same config, ``r_i = log(measured / roofline estimate)`` there, and
+``d_i`` the distance in (log2 m, log2 n, log2 k, log2 batch).  Far or few
+neighbours shrink the factor towards 1.  The table
+(``data/residuals_<device>.csv``) is written by the fit from the train
+split only, so held-out shapes are never looked up; devices without
+measurements get no correction.  ``--explain`` prints the factor and the
+nearest calibrated shape it came from.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+FIELDS = ["kind", "label", "cls", "batch", "m", "n", "k", "residual"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Chosen by cross-validation on the train split (folds by GEMM shape)."""
+
+    k: int = 8             # neighbours per Triton config
+    scale: float = 1.5     # distance (octaves) at which a neighbour weighs 1/e
+    shrink: float = 0.3    # pull towards no correction (in units of weight)
+    blas_k: int = 5
+    blas_shrink: float = 0.5
+
+
+SETTINGS = Settings()
+
+
+def position(batch: int, m: int, n: int, k: int) -> tuple[float, float, float, float]:
+    return (math.log2(max(1, m)), math.log2(max(1, n)), math.log2(max(1, k)), math.log2(max(1, batch)))
+
+
+@dataclass
+class Correction:
+    factor: float
+    neighbours: int
+    nearest: str           # the nearest calibrated shape, "b x m x n x k"
+    distance: float
+
+    def describe(self) -> str:
+        return (f"measured correction x{self.factor:.2f} ({self.neighbours} nearest calibrated GEMM(s), "
+                f"nearest {self.nearest})")
+
+
+class Table:
+    def __init__(self, rows: Iterable[dict], settings: Settings = SETTINGS):
+        self.settings = settings
+        groups: dict[tuple[str, str, str], list[tuple]] = {}
+        for r in rows:
+            key = (r["kind"], r["label"], r["cls"])
+            groups.setdefault(key, []).append((int(r["batch"]), int(r["m"]), int(r["n"]), int(r["k"]),
+                                               float(r["residual"])))
+        self.groups = {}
+        for key, rs in groups.items():
+            shapes = np.array([r[:4] for r in rs], dtype=float)
+            pos = np.array([position(*r[:4]) for r in rs])
+            self.groups[key] = (pos, np.array([r[4] for r in rs]), shapes)
+        self._memo: dict[tuple, Correction | None] = {}
+
+    def __len__(self) -> int:
+        return sum(len(v[1]) for v in self.groups.values())
+
+    def lookup(self, kind: str, label: str, cls: str, batch: int, m: int, n: int, k: int) -> Correction | None:
+        key = (kind, label, cls, batch, m, n, k)
+        if key in self._memo:
+            return self._memo[key]
+        out = None
+        g = self.groups.get((kind, label if kind == "triton" else "", cls))
+        if g is not None:
+            s = self.settings
+            kk, shrink = (s.k, s.shrink) if kind == "triton" else (s.blas_k, s.blas_shrink)
+            pos, res, shapes = g
+            d = np.linalg.norm(pos - np.array(position(batch, m, n, k)), axis=1)
+            o = np.argsort(d, kind="stable")[:kk]
+            w = np.exp(-d[o] / s.scale)
+            f = math.exp(float((w * res[o]).sum() / (w.sum() + shrink)))
+            b0, m0, n0, k0 = (int(x) for x in shapes[o[0]])
+            out = Correction(f, len(o), f"{b0}x{m0}x{n0}x{k0}", float(d[o[0]]))
+        if len(self._memo) > 65536:
+            self._memo.clear()
+        self._memo[key] = out
+        return out
+
+
+def write_table(path: Path, rows: Iterable[dict]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "residual": f"{float(r['residual']):.4f}"})
+
+
+@lru_cache(maxsize=8)
+def _load(name: str, data_dir: str) -> Table | None:
+    p = Path(data_dir) / f"residuals_{name}.csv"
+    if Path(data_dir) == DATA_DIR:  # bundled data: importlib.resources (zipped wheels too)
+        from importlib import resources
+        p = resources.files(__package__).joinpath("data", f"residuals_{name}.csv")
+    if not p.is_file():
+        return None
+    with p.open(newline="") as fh:
+        return Table(list(csv.DictReader(fh)))
+
+
+#: tables registered in memory (cross-validation folds): name -> Table
+REGISTERED: dict[str, Table] = {}
+
+
+def table(device: str) -> Table | None:
+    """The residual table of a measured device (``H200``, ``H100``), or one
+    registered under that name, or None."""
+    if not device:
+        return None
+    if device in REGISTERED:
+        return REGISTERED[device]
+    return _load(device.upper(), str(DATA_DIR))
+
+
+def clear_cache() -> None:
+    _load.cache_clear()
