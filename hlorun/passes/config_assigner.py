@@ -17,6 +17,11 @@ after_optimizations modules in the dumps it makes XLA's choice for 186 of
   hero: its tiled, vectorised kernels are what Triton is measured against
   and they usually win), or the loop emitter over a transpose that keeps
   the minor dimension (coalesced anyway);
+* block-level Triton chosen -- a column reduction whose kept minor extent
+  is narrower than a warp (32): the native column-reduction emitter gives
+  each warp 32 adjacent columns, so most lanes idle (XLA picked Triton for
+  all 4 such fusions in the dumps: bias gradients of 10-class heads, an
+  8-expert router);
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
   transposes) of elements narrower than 4 bytes (f32 transposes measured
   faster native), and loop fusions that compute reductions elementally (a
@@ -41,8 +46,9 @@ from dataclasses import dataclass
 
 from ..ir.module import Instruction, Module
 from .base import Pass
-from .priority_fusion.analysis import (find_hero, fusible_computations, fusion_backend_kind,
-                                       is_real_reduction_hero, reduction_dims, tiled_transpose)
+from .priority_fusion.analysis import (WARP_SIZE, find_hero, fusible_computations,
+                                       fusion_backend_kind, is_real_reduction_hero,
+                                       reduction_dims, tiled_transpose)
 from .priority_fusion.model import device_of
 from .triton_support import block_level_config_for, triton_supported_computation
 
@@ -79,7 +85,10 @@ def native_emitter(fusion: Instruction) -> str:
     members = set(body.instructions)
     hero = find_hero(body.root, members)
     if hero.opcode == "reduce" and is_real_reduction_hero(body.root, hero):
-        return "row-reduction" if reduction_dims(hero).is_row else "column-reduction"
+        dims = reduction_dims(hero)
+        if dims.is_row:
+            return "row-reduction"
+        return "narrow-column-reduction" if dims.dims[2] < WARP_SIZE else "column-reduction"
     if tiled_transpose(hero):
         return "transpose"
     if any(_real_reduce(i) for i in members):
@@ -90,7 +99,7 @@ def native_emitter(fusion: Instruction) -> str:
 
 
 #: Native emitters the model expects the block-level emitter to beat.
-TRITON_WINS = frozenset({"transpose", "loop-reduction"})
+TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction"})
 #: Elements per SM below which a loop fusion computing reductions elementally
 #: stays native (fitted to XLA's measured choices on the dumps: split-K
 #: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on

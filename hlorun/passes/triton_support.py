@@ -61,6 +61,11 @@ def unsupported_instruction(instr: Instruction) -> str | None:
         return f"{op} is not supported by the Triton emitter"
     if op == "reduce" and not _reducer_ok(instr):
         return "only single-input reductions with a plain add/max/min/mul/and/or reducer"
+    if op == "reduce" and len(instr.dimensions) != 1:
+        # CanTritonHandleReduce: "Reduction is not a row-reduction of a single operand."
+        return "only reductions of one dimension"
+    if op == "reduce" and instr.shape.element_type in ("f8e4m3fn", "f8e5m2"):
+        return "F8E4M3FN and F8E5M2 are not supported for reductions"
     if op != "tuple" and not _types_ok(instr):
         return f"{instr.name}: element type {instr.shape.element_type} is not supported"
     return None

@@ -16,6 +16,7 @@ from ...ir.module import Instruction
 from ...ir.shape import (Shape, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import dot as dot_rules
+from . import reduce as reduce_rules
 
 if TYPE_CHECKING:
     from . import AlgebraicSimplifier
@@ -206,6 +207,10 @@ class AlgsimpVisitor(DfsRewriteVisitor):
     # -- dot ---------------------------------------------------------------------------
     def handle_dot(self, dot: Instruction) -> None:
         dot_rules.handle_dot(self, dot)
+
+    # -- reduce ------------------------------------------------------------------------
+    def handle_reduce(self, reduce: Instruction) -> None:
+        reduce_rules.handle_reduce(self, reduce)
 
 
 __all__ = ["AlgsimpVisitor", "merely_inserts_or_deletes_unit_dims", "permute_dimensions",
