@@ -5,11 +5,15 @@
   print of the fused computation: names, metadata and backend configs
   stripped), so a decision carries over between modules and runs.
 * ``--autotune-results FILE``: XLA's ``autotune_results.textproto``.  Its
-  entries are keyed by XLA's 128-bit HLO fingerprint, which hlorun cannot
-  recompute byte for byte; entries are matched to GEMMs by (1) the legacy
-  format's HLO text when present, compared in canonical form, else (2) when
-  the file has one GEMM entry and the module one GEMM (every dump in
-  shared/xla-dumps), or N identical entries for N GEMMs.  Unmatched entries are reported, never guessed.
+  entries are keyed by XLA's 128-bit HLO fingerprint (``GetHloFingerprint``,
+  :mod:`hlorun.autotune.fingerprint`: FarmHash Fingerprint128 of XLA's
+  canonical print of the fusion); entries are bound to GEMMs by (1) that
+  fingerprint (with ``pyfarmhash`` installed) -- it matches only where
+  hlorun's GEMM fusion is XLA's byte for byte, body order and backend
+  config included; then, for the GEMMs left, (2) the legacy format's HLO
+  text when present, compared in canonical form, else (3) when one GEMM
+  entry and one GEMM are left, or N identical entries for N GEMMs.
+  Unmatched entries are reported, never guessed.
 """
 
 from __future__ import annotations
@@ -111,6 +115,8 @@ class XlaResults:
     path: str
     entries: list[ResultEntry]
     matched: dict[str, ResultEntry] = field(default_factory=dict)
+    #: how each matched GEMM was bound ("hlo_fingerprint <hex>", ...)
+    bound_by: dict[str, str] = field(default_factory=dict)
     unmatched: list[ResultEntry] = field(default_factory=list)
     how: str = ""
 
@@ -127,7 +133,28 @@ class XlaResults:
     def match(self, gemms: list[Instruction]) -> None:
         """Bind entries to GEMM instructions (see the module docstring)."""
         entries = self.gemm_entries
-        self.matched, self.unmatched = {}, []
+        self.matched, self.unmatched, self.bound_by = {}, [], {}
+        self.how = ""
+        keyed = [e for e in entries if e.fingerprint]
+        if keyed:
+            from .fingerprint import available, xla_fingerprint
+            if available():
+                by_fp = {e.fingerprint: e for e in keyed}
+                used = set()
+                for g in gemms:
+                    e = by_fp.get(xla_fingerprint(g))
+                    if e is not None:
+                        self.matched[g.name] = e
+                        self.bound_by[g.name] = f"hlo_fingerprint {e.fingerprint}"
+                        used.add(id(e))
+                entries = [e for e in entries if id(e) not in used]
+                self.how = f"{len(self.matched)} by XLA's HLO fingerprint"
+                gemms = [g for g in gemms if g.name not in self.matched]
+                if not gemms:
+                    self.unmatched.extend(entries)
+                    return
+            else:
+                self.how = "pyfarmhash not installed: no fingerprints"
         legacy = [e for e in entries if e.hlo]
         if legacy:
             bodies = {g.name: _norm(canonical_body(g)) for g in gemms}
@@ -135,9 +162,10 @@ class XlaResults:
                 hit = [n for n, b in bodies.items() if b and b in _norm(e.hlo or "")]
                 if len(hit) == 1:
                     self.matched[hit[0]] = e
+                    self.bound_by[hit[0]] = "the legacy entry's HLO text"
                 else:
                     self.unmatched.append(e)
-            self.how = "legacy HLO text"
+            self.how = (self.how + ", " if self.how else "") + "legacy HLO text"
             entries = [e for e in entries if not e.hlo]
         if entries:
             free = [g for g in gemms if g.name not in self.matched]
@@ -145,6 +173,8 @@ class XlaResults:
             if len(entries) == len(free) and (len(free) == 1 or same):
                 for g, e in zip(free, entries):
                     self.matched[g.name] = e
+                    self.bound_by[g.name] = ("the only GEMM entry left for the only GEMM left"
+                                             if len(free) == 1 else "identical entries")
                 self.how = (self.how + ", " if self.how else "") + (
                     "the only GEMM entry and the only GEMM" if len(free) == 1 else
                     f"{len(free)} identical GEMM entries for {len(free)} GEMMs")

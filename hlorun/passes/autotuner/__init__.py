@@ -276,6 +276,8 @@ class Autotuner(Pass):
             dec = self._replay(g, p, d, cands, cache.get(key), "cache")
             if dec is None and xres is not None and g.name in xres.matched:
                 dec = self._replay_xla(g, p, d, cands, xres.matched[g.name])
+                if dec is not None and g.name in xres.bound_by:
+                    dec.notes.append(f"XLA's entry bound by {xres.bound_by[g.name]}")
                 if dec is None:
                     xla_note = self._xla_not_replayed(g, d, xres.matched[g.name])
         if dec is None:
