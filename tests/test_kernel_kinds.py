@@ -26,10 +26,6 @@ KNOWN_COUNT = {
                       "like_xla); 4 kernels fewer: XLA's emitter choice puts 4 more small "
                       "reductions/transposes on generic Triton kernels (__triton 3/7) and keeps "
                       "a concatenate and a convert as kernels of their own (25 vs XLA's 29)",
-    # added at 14:40 (session 3): threefry key derivations
-    "dropout_mlp_train_bf16": "dropout: XLA fuses the threefry key derivations (u32[1]/u32[2] "
-                              "chains) into one multi-output loop fusion and the random bits into "
-                              "the select fusions; hlorun leaves ~20 small scalar loop fusions",
 }
 
 #: the target: overall kind-for-kind figure on the dumps present

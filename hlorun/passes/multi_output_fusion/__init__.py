@@ -22,16 +22,16 @@ computation as it was when the pass started).  For each one, ``producer``:
    loop-fusible, not multi-output, not in-place and not physically
    transposing, with more than one user (or a multi-output user), is fused
    into the user that may be a multi-output root, has compatible shapes,
-   is not reached through another operand (no cycle), fits the budget and
-   is not slower fused (cost model: one launch, the producer's value written
+   is not reached through another operand (no cycle), fits the budget, is
+   not too large when merged (``ProducerConsumerMergedTooLarge``,
+   :mod:`..priority_fusion.ir_size`) and is not slower fused (cost model: one launch, the producer's value written
    as an extra output, against two kernels) -- preferring multi-output
    fusions, then fusions.  The producer's other users read its value as an
    output of the fusion.
 
 Reachability is XLA's pruned depth-first search over a topological order
 (:mod:`.reach`); XLA rebuilds the order after every fusion, here it is
-repaired where a merge broke it.  Not modelled (stated):
-the IR-size limit (``ProducerConsumerMergedTooLarge``) and the tiled
+repaired where a merge broke it.  Not modelled (stated): the tiled
 transpose "would become untiled" path check.
 
 Postcondition: no sibling or producer-consumer pair that passes these
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from ...ir.module import Computation, Instruction, Module
 from ..base import Pass
 from ..priority_fusion.analysis import fusible_computations
+from ..priority_fusion.ir_size import merged_too_large
 from ..priority_fusion.model import LAUNCH_US, device_of, estimate
 from . import rules as R
 from .merge import as_fusion, fuse_into_multi_output
@@ -167,6 +168,8 @@ class _Run:
         why = R.fits_in_budget(producer, consumer)
         if why:
             return why
+        if merged_too_large(producer, consumer):
+            return "will generate too large IR"
         if self._slower_fused(producer, consumer):
             return "will execute slower if fused"
         return None

@@ -20,7 +20,10 @@ dots, GEMM fusions: "the producer is not fusible" / "the consumer is not
 fusible"); a single bitcast as the user; producer and user both containing
 a reduction of at least 16 elements; fusing into the output of a
 reduction fusion when the result would be a loop fusion; more than 96
-parameters or operands.  A producer with only bitcast users is not fused
+parameters or operands; ``ProducerConsumerMergedTooLarge``
+(:mod:`.ir_size`: a producer with a reduce, concatenate, pad ... emitted
+more than once in the consumer, or more than 10,000 emitted instructions:
+"the fusion would result in an overly large code duplication").  A producer with only bitcast users is not fused
 ("not fusing because there are only bitcast users").
 
 Fusion kinds follow the emitter the fused computation gets: a real
@@ -30,12 +33,12 @@ divisor of 32 elements, column reductions of enough rows) gives
 are XLA's (``fusion``, ``fused_computation``, ``param_N``); rename_fusions
 renames them later.  Every decision is a remark: fused (with the estimated
 times), ineligible (with the CanFuse reason), or not beneficial (with the
-numbers).
+numbers).  The cost model counts element evaluations through a fusion
+the way XLA's ``FusionCalculateUtilizations`` does (:mod:`.model`).
 
 Not modelled (stated): Triton heroless / multi-output fusion (off by
 default in XLA), the tiled (SymbolicTileAnalysis) cost model, in-place
-dynamic-update-slice rules, scatter fusion constraints and the IR-size
-(code duplication) limit.
+dynamic-update-slice rules and scatter fusion constraints.
 
 Postcondition: no producer with a positive estimated benefit is left
 unfused.
@@ -54,6 +57,7 @@ from .analysis import (FusionView, emitter_kind, fused_members, fusible_computat
                        reduction_dims)
 from .fuse import create_fusion, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
+from .ir_size import ir_info, merged_too_large
 from .model import LAUNCH_US, Estimate, device_of, estimate
 from .scatter import scatter_refusal
 from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
@@ -116,6 +120,7 @@ class _Queue:
             None if self.reference else {}
         self.facts: dict[Instruction, tuple[bool, str]] = {}
         self.triton_facts: dict[Instruction, str | None] = {}
+        self.ir_infos: dict = {}
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:
@@ -165,6 +170,15 @@ class _Queue:
             got = self.triton_facts[x] = unit_refusal(x)
         return got
 
+    def _ir(self, x: Instruction):
+        """:func:`.ir_size.ir_info` of ``x``, cached until ``x`` changes."""
+        if self.bodies is None:
+            return ir_info(x)
+        got = self.ir_infos.get(x)
+        if got is None:
+            got = self.ir_infos[x] = ir_info(x)
+        return got
+
     def changed(self, instr: Instruction) -> None:
         """``instr`` was rewritten (its body, kind or operands): forget its estimates."""
         self._forget_facts(instr)
@@ -174,6 +188,7 @@ class _Queue:
         self.cache.pop(instr, None)
         self.facts.pop(instr, None)
         self.triton_facts.pop(instr, None)
+        self.ir_infos.pop(instr, None)
         if self.bodies is not None and instr.opcode == "fusion":
             self.bodies.pop(instr.fused_computation, None)
 
@@ -205,6 +220,8 @@ class _Queue:
         ops = {o for o in consumer.operands if o is not producer} | set(producer.operands)
         if len(ops) > MAX_PARAMETERS:
             return f"the fusion would have {len(ops)} parameters (more than {MAX_PARAMETERS})"
+        if merged_too_large(producer, consumer, self._ir):
+            return "the fusion would result in an overly large code duplication"
         return None
 
     def priority(self, producer: Instruction) -> float:

@@ -315,7 +315,27 @@ class FusionView:
         return FusionView(p.members + c.members, c.root, c.backend_kind or p.backend_kind, links)
 
     def hero(self) -> Instruction:
-        return find_hero(self.root, set(self.members), self.resolve)
+        """The hero of a single-output fusion; of a multi-output fusion (a
+        tuple root), the first real reduction hero among its roots, else the
+        first tiled transpose hero, else the tuple."""
+        members = set(self.members)
+        if self.root.opcode != "tuple":
+            return find_hero(self.root, members, self.resolve)
+        heroes = self.roots_and_heroes(members)
+        for root, hero in heroes:
+            if hero.opcode == "reduce" and is_real_reduction_hero(root, hero):
+                return hero
+        for _, hero in heroes:
+            if tiled_transpose(hero):
+                return hero
+        return self.root
+
+    def roots_and_heroes(self, members=None) -> list[tuple[Instruction, Instruction]]:
+        """(root, hero) per output (the tuple's operands for a multi-output fusion)."""
+        members = set(self.members) if members is None else members
+        roots = [self.resolve(o) for o in self.root.operands] if self.root.opcode == "tuple" \
+            else [self.root]
+        return [(r, find_hero(r, members, self.resolve)) for r in roots]
 
 
 def emitter_kind(view: FusionView) -> str:
@@ -324,6 +344,8 @@ def emitter_kind(view: FusionView) -> str:
         return "triton"
     if view.backend_kind in ("__custom_fusion", "__cudnn$fusion"):
         return "custom"
+    if view.root.opcode == "tuple":
+        return _multi_output_emitter_kind(view)
     hero = view.hero()
     if hero.opcode == "reduce" and is_real_reduction_hero(view.root, hero):
         return "reduction"
@@ -331,6 +353,34 @@ def emitter_kind(view: FusionView) -> str:
         return "transpose"
     if view.root.opcode == "scatter":
         return "scatter"
+    return "loop"
+
+
+def _multi_output_emitter_kind(view: FusionView) -> str:
+    """``GetEmitterFusionKind`` of a multi-output fusion: the reduction
+    emitter if a root has a real reduction hero and every other root is a
+    compatible reduction or has as many elements as that reduction's input;
+    the transpose emitter for tiled transpose heroes; else the loop emitter."""
+    heroes = view.roots_and_heroes()
+    first = next((h for r, h in heroes if h.opcode == "reduce" and is_real_reduction_hero(r, h)),
+                 None)
+    if first is not None:
+        n_in = math.prod(first.operands[0].shape.dimensions)
+        dims = reduction_dims(first)
+        ok = True
+        for r, h in heroes:
+            if h is first:
+                continue
+            if h.opcode == "reduce" and is_real_reduction_hero(r, h):
+                ok = reduction_dims(h) == dims
+            else:
+                ok = not r.shape.is_tuple and math.prod(r.shape.dimensions) == n_in
+            if not ok:
+                break
+        if ok:
+            return "reduction"
+    if any(tiled_transpose(h) for _, h in heroes):
+        return "transpose"
     return "loop"
 
 

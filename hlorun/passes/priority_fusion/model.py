@@ -21,10 +21,13 @@ A kernel's time is ``compute + memory - 0.95 * min(compute, memory)``
   reductions 32x32 threads over 32 (x2 when vectorized) output columns;
 * every kernel launch costs 1 us (``kKernelLaunchOverhead``).
 
-Elements are counted through the fusion: a value read by several users,
-or read many times through a broadcast or a reduction, is computed (and
-its inputs read) that many times -- this is how duplication in a fusion
-costs.  Not modelled (stated): per-opcode flop costs from XLA's HLO op
+Elements are counted through the fusion as XLA's
+``FusionCalculateUtilizations`` counts them (:func:`_utilization`): a
+value read many times through a broadcast, a reduction or by several
+non-elementwise users is computed (and its inputs read) that many times --
+this is how duplication in a fusion costs -- but an elementwise value is
+computed once per element however many elementwise users read it (the
+emitter caches it per index).  Not modelled (stated): per-opcode flop costs from XLA's HLO op
 profiles, the indexing-map coalescing analysis and the Triton/tiled cost
 model; device numbers are the data-sheet values of the target device.
 """
@@ -160,6 +163,59 @@ def _reads_per_eval(user: Instruction, operand_index: int) -> float:
     return 1.0
 
 
+def _utilization(u: "Units", root: Instruction, kind: str
+                 ) -> tuple[dict, dict, float, list[str]]:
+    """Element evaluations per member, element reads per external operand,
+    flops and uncoalesced reads of one kernel: XLA's
+    ``GpuHloCostAnalysis::FusionCalculateUtilizations``.
+
+    The emitter computes an elementwise op once per element it is asked for,
+    however many elementwise users ask (values are cached per index), so
+    elementwise ops (and tuples) only pass their *use roots* on: an operand
+    is evaluated as often as the set of roots it reaches elementwise asks
+    for, not once per path (a threefry round DAG reads each value twice;
+    counting paths doubles the count per round).  A non-elementwise op
+    (broadcast, reduce, slice, concatenate, bitcast ...) makes each operand
+    a root of its own, asked for ``evals x reads per evaluation`` elements."""
+    roots: dict[Instruction, set] = {root: {root}}
+    asked: dict[Instruction, float] = {root: float(_elements(root))}  # per root
+    ext_roots: dict[Instruction, set] = {}
+    evals: dict[Instruction, float] = {}
+    uncoalesced: list[str] = []
+    pos = {m: i for i, m in enumerate(u.members)}
+    order = sorted(u.members, key=lambda m: -pos[m])  # users before operands
+    flops = 0.0
+    for m in order:
+        rs = roots.get(m)
+        if rs is None:  # not reached from the root (e.g. a dead member)
+            rs = roots[m] = {m}
+            asked[m] = float(_elements(m))
+        n = evals[m] = sum(asked[r] for r in rs)
+        if m.opcode in ELEMENTWISE and m.opcode not in ("convert", "copy"):
+            flops += n
+        passes = m.opcode in ELEMENTWISE or (m.opcode == "tuple" and m is root)
+        for i, op in enumerate(m.operands):
+            src = u.resolve(op)
+            inside = src in u.member_set
+            if not inside and m.opcode == "transpose" and tiled_transpose(m) \
+                    and kind != "transpose":
+                uncoalesced.append(src.name)
+            target = roots if inside else ext_roots
+            got = target.get(src)
+            if got is None:
+                got = target[src] = set()
+            if passes and m.opcode != "tuple":
+                got.update(rs)
+                continue
+            r = float(_elements(src)) if m.opcode == "tuple" else n * _reads_per_eval(m, i)
+            if m.opcode == "reduce" and i < len(m.operands) // 2:
+                flops += r
+            got.add(src)
+            asked[src] = asked.get(src, 0.0) + r
+    ext_reads = {src: sum(asked[r] for r in rs) for src, rs in ext_roots.items()}
+    return evals, ext_reads, flops, uncoalesced
+
+
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
              members=None) -> Estimate:
     """The estimate of one kernel made of ``units`` (``root_unit``'s output);
@@ -169,31 +225,7 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
     view = FusionView(u.members, root, None, _links(u))
     kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
         emitter_kind(FusionView.of(root_unit, members))
-    evals: dict[Instruction, float] = {m: 0.0 for m in u.members}
-    evals[root] = float(_elements(root))
-    ext_reads: dict[Instruction, float] = {}
-    uncoalesced: list[str] = []
-    order = list(reversed(u.members))  # users before operands (post order reversed)
-    pos = {m: i for i, m in enumerate(u.members)}
-    order.sort(key=lambda m: -pos[m])
-    flops = 0.0
-    for m in order:
-        n = evals[m]
-        if n == 0 and m is not root:
-            n = evals[m] = float(_elements(m))
-        if m.opcode in ELEMENTWISE and m.opcode not in ("convert", "copy"):
-            flops += n
-        for i, op in enumerate(m.operands):
-            r = n * _reads_per_eval(m, i)
-            if m.opcode == "reduce" and i < len(m.operands) // 2:
-                flops += r
-            src = u.resolve(op)
-            if src in u.member_set:
-                evals[src] = evals.get(src, 0.0) + r
-            else:
-                ext_reads[src] = ext_reads.get(src, 0.0) + r
-                if m.opcode == "transpose" and tiled_transpose(m) and kind != "transpose":
-                    uncoalesced.append(src.name)
+    evals, ext_reads, flops, uncoalesced = _utilization(u, root, kind)
     blocks, threads = launch_dims(kind, view, root)
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0

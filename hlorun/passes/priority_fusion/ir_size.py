@@ -1,0 +1,124 @@
+"""The code-size guard of XLA:GPU's fusion passes: how often the emitter
+emits each instruction of a fusion, and ``ProducerConsumerMergedTooLarge``
+(xla/service/gpu/model/gpu_hlo_cost_analysis.cc).
+
+The elemental emitter caches a value per index, so an elementwise op is
+emitted once for every distinct *use root* it reaches (the fusion root, or
+an operand of a non-elementwise op such as a broadcast, a reduce or a
+slice), not once per path; a non-elementwise op makes each operand a use
+root of its own, emitted as often as that op is.  A fusion's IR size is
+the sum over its instructions; its *basic-block splits* count emissions of
+ops that open new basic blocks and so invalidate that cache (concatenate,
+dot, dynamic-update-slice, pad, reduce, reduce-window).
+
+Fusing ``producer`` into ``consumer`` emits the producer as often as the
+consumer emits the parameter that reads it (its *replication*).  The
+merge is refused ("overly large code duplication") when
+
+* the producer contains a cache-invalidating op and would be emitted more
+  than once -- replicated, or read by more than one direct user inside
+  the consumer (XLA's ``EstimateMaxDirectUsers``, including its guess
+  that an op of the consumer with the same name prefix, the first two
+  dot-separated parts, is a duplicate CSE will merge); or
+* ``size(producer) x replication + size(consumer)`` exceeds 10,000.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...ir.module import Instruction
+from ...ir.opcode import ELEMENTWISE
+
+#: ``ElementalIrEmitter::OpInvalidatesCache``
+INVALIDATES_CACHE = frozenset({"concatenate", "dot", "dynamic-update-slice", "pad", "reduce",
+                               "reduce-window"})
+#: ``GpuHloCostAnalysis::kMaxIRSize``
+MAX_IR_SIZE = 10000
+
+
+@dataclass
+class IrInfo:
+    """IR size and basic-block splits of one instruction (a fusion: of its
+    body); ``emitted``: times each body instruction (parameters included)
+    is emitted."""
+
+    size: int
+    splits: int
+    emitted: dict = field(default_factory=dict)
+
+
+def ir_info(instr: Instruction) -> IrInfo:
+    if instr.opcode != "fusion":
+        return IrInfo(1, int(instr.opcode in INVALIDATES_CACHE))
+    body = instr.fused_computation
+    root = body.root
+    roots: dict[Instruction, set] = {root: {root}}
+    root_size: dict[Instruction, int] = {root: 1}
+    emitted: dict[Instruction, int] = {}
+    size = splits = 0
+    for x in reversed(body.post_order()):  # users before operands
+        rs = roots.get(x, ())
+        n = sum(root_size[r] for r in rs)
+        emitted[x] = n
+        size += n
+        if x.opcode in INVALIDATES_CACHE:
+            splits += n
+        passes = x.opcode in ELEMENTWISE or x.opcode in ("tuple", "get-tuple-element")
+        for o in x.operands:
+            got = roots.get(o)
+            if got is None:
+                got = roots[o] = set()
+            if passes:
+                got.update(rs)
+            else:
+                got.add(o)
+                root_size[o] = root_size.get(o, 0) + n
+    return IrInfo(size, splits, emitted)
+
+
+def _prefix(name: str) -> tuple[str, str]:
+    parts = name.split(".")
+    return parts[0], parts[1] if len(parts) > 1 else ""
+
+
+def _param_reading(consumer: Instruction, producer: Instruction) -> Instruction:
+    n = consumer.operands.index(producer)
+    return consumer.fused_computation.parameters[n]
+
+
+def max_direct_users(producer: Instruction, consumer: Instruction) -> int:
+    """``EstimateMaxDirectUsers``: the most direct users inside ``consumer``
+    any cache-invalidating op of ``producer`` would have."""
+    if consumer.opcode != "fusion":
+        return 1
+    most = 1
+    prefixes: set[tuple[str, str]] = set()
+    if producer.opcode == "fusion":
+        pbody = producer.fused_computation
+        if pbody.root.opcode in INVALIDATES_CACHE:
+            most = _param_reading(consumer, producer).user_count
+        prefixes = {_prefix(h.name) for h in pbody.instructions
+                    if h.opcode in INVALIDATES_CACHE}
+    else:
+        prefixes = {_prefix(producer.name)}
+    for h in consumer.fused_computation.instructions:
+        if _prefix(h.name) in prefixes:
+            most = max(most, 1 + h.user_count)
+    return most
+
+
+def merged_too_large(producer: Instruction, consumer: Instruction, info=ir_info) -> bool:
+    """``ProducerConsumerMergedTooLarge`` (``info``: a cached :func:`ir_info`)."""
+    replication = 1
+    c = info(consumer)
+    if consumer.opcode == "fusion":
+        replication = c.emitted.get(_param_reading(consumer, producer), 0)
+    p = info(producer)
+    if p.splits >= 1 and (replication > 1 or max_direct_users(producer, consumer) > 1):
+        return True
+    return p.size * replication + c.size > MAX_IR_SIZE
+
+
+__all__ = ["INVALIDATES_CACHE", "IrInfo", "MAX_IR_SIZE", "ir_info", "max_direct_users",
+           "merged_too_large"]

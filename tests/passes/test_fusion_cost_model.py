@@ -1,0 +1,154 @@
+"""The parts of XLA's GPU cost analysis that priority fusion and
+multi-output fusion share: element evaluations through a fusion
+(FusionCalculateUtilizations), the emitter of a multi-output fusion, and
+the IR-size guard (ProducerConsumerMergedTooLarge)."""
+
+from __future__ import annotations
+
+from hlorun.passes.priority_fusion.analysis import FusionView, emitter_kind
+from hlorun.passes.priority_fusion.ir_size import ir_info, max_direct_users, merged_too_large
+from hlorun.passes.priority_fusion.model import DEVICES, estimate
+from hlorun.text.parser import parse_module
+
+# One threefry-like mixing round repeated: each round reads both halves twice.
+_ROUND = """
+  %a{n} = u32[128,1024]{{1,0}} add(%x{p}, %y{p})
+  %s{n} = u32[128,1024]{{1,0}} shift-left(%y{p}, %c13)
+  %x{n} = u32[128,1024]{{1,0}} xor(%a{n}, %s{n})
+  %y{n} = u32[128,1024]{{1,0}} add(%a{n}, %x{n})"""
+
+
+def _rounds(k: int):
+    body = "".join(_ROUND.format(n=i, p=i - 1) for i in range(1, k + 1))
+    text = f"""HloModule rounds
+%fused (param_0: u32[128,1024], param_1: u32[]) -> u32[128,1024] {{
+  %x0 = u32[128,1024]{{1,0}} parameter(0)
+  %param_1 = u32[] parameter(1)
+  %y0 = u32[128,1024]{{1,0}} broadcast(%param_1), dimensions={{}}
+  %c = u32[] constant(13)
+  %c13 = u32[128,1024]{{1,0}} broadcast(%c), dimensions={{}}{body}
+  ROOT %out = u32[128,1024]{{1,0}} xor(%x{k}, %y{k})
+}}
+ENTRY %e (p: u32[128,1024], k: u32[]) -> u32[128,1024] {{
+  %p = u32[128,1024]{{1,0}} parameter(0)
+  %k = u32[] parameter(1)
+  ROOT %f = u32[128,1024]{{1,0}} fusion(%p, %k), kind=kLoop, calls=%fused
+}}
+"""
+    m = parse_module(text)
+    return m.entry.root
+
+
+def test_elementwise_values_are_counted_once_per_element():
+    """Four ops per round: flops grow linearly with the rounds (XLA's
+    elementwise use roots), and the inputs are read once, not once per path
+    through the round DAG (which doubles every round)."""
+    dev = DEVICES["H100"]
+    n = 128 * 1024
+    for k in (1, 4, 12):
+        e = estimate([_rounds(k)], _rounds(k), dev)
+        assert e.flops == (4 * k + 1) * n
+        # the u32 input once; the scalar key once per element of its broadcast
+        # (bytes accessed), of which 4 bytes come from memory
+        assert (e.read_bytes, e.read_net_bytes) == (8 * n, 4 * n + 4)
+    assert estimate([_rounds(12)], _rounds(12), dev).time_us < 3.0
+
+
+def test_ir_size_counts_each_emission_once_per_use_root():
+    f = _rounds(3)
+    info = ir_info(f)
+    body = f.fused_computation
+    emitted = {i.name: n for i, n in info.emitted.items()}
+    assert emitted["x1"] == 1 and emitted["out"] == 1
+    # broadcasts are non-elementwise: their operand is a use root per broadcast
+    assert emitted["param_1"] == 1 and emitted["c"] == 1
+    assert info.splits == 0
+    assert info.size == len([i for i in body.instructions])
+
+
+_MOF = """HloModule mof
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%splitk_body (param_0: f32[16,128,256]) -> f32[128,256] {
+  %param_0 = f32[16,128,256]{2,1,0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %reduce.5 = f32[128,256]{1,0} reduce(%param_0, %z), dimensions={0}, to_apply=%add
+}
+%bias_grad (param_0.1: f32[128,256]) -> (bf16[256], bf16[128,256]) {
+  %param_0.1 = f32[128,256]{1,0} parameter(0)
+  %cv = bf16[128,256]{1,0} convert(%param_0.1)
+  %cf = f32[128,256]{1,0} convert(%cv)
+  %z.1 = f32[] constant(0)
+  %r = f32[256]{0} reduce(%cf, %z.1), dimensions={0}, to_apply=%add
+  %rb = bf16[256]{0} convert(%r)
+  ROOT %t = (bf16[256]{0}, bf16[128,256]{1,0}) tuple(%rb, %cv)
+}
+%twice (param_0.2: f32[128,256]) -> f32[128,256] {
+  %param_0.2 = f32[128,256]{1,0} parameter(0)
+  %e = f32[128,256]{1,0} exponential(%param_0.2)
+  ROOT %m = f32[128,256]{1,0} multiply(%e, %param_0.2)
+}
+%neg_body (param_0.3: f32[128,256]) -> f32[128,256] {
+  %param_0.3 = f32[128,256]{1,0} parameter(0)
+  ROOT %n = f32[128,256]{1,0} negate(%param_0.3)
+}
+ENTRY %e (g: f32[16,128,256]) -> ((bf16[256], bf16[128,256]), f32[128,256], f32[128,256]) {
+  %g = f32[16,128,256]{2,1,0} parameter(0)
+  %splitk = f32[128,256]{1,0} fusion(%g), kind=kLoop, calls=%splitk_body
+  %grad = (bf16[256]{0}, bf16[128,256]{1,0}) fusion(%splitk), kind=kInput, calls=%bias_grad
+  %sq = f32[128,256]{1,0} fusion(%splitk), kind=kLoop, calls=%twice
+  %ng = f32[128,256]{1,0} fusion(%splitk), kind=kLoop, calls=%neg_body
+  ROOT %out = ((bf16[256]{0}, bf16[128,256]{1,0}), f32[128,256]{1,0}, f32[128,256]{1,0}) tuple(%grad, %sq, %ng)
+}
+"""
+
+
+def _mof():
+    m = parse_module(_MOF)
+    return {i.name: i for i in m.entry.instructions}
+
+
+def test_multi_output_fusion_with_a_reduction_root_uses_the_reduction_emitter():
+    """XLA's GetEmitterFusionKind looks at every root's hero: a column
+    reduction among the outputs makes it a reduction kernel (few blocks),
+    not a loop kernel."""
+    by = _mof()
+    assert emitter_kind(FusionView.of(by["grad"])) == "reduction"
+    e = estimate([by["grad"]], by["grad"], DEVICES["H100"])
+    assert e.kind == "reduction" and e.blocks <= 8
+    # fusing the split-K producer into it reads 2 MiB through those few blocks
+    fused = estimate([by["splitk"], by["grad"]], by["grad"], DEVICES["H100"])
+    assert fused.kind == "reduction"
+    assert fused.time_us > estimate([by["splitk"]], by["splitk"], DEVICES["H100"]).time_us * 3
+
+
+def test_producer_with_a_reduce_is_not_emitted_twice():
+    by = _mof()
+    # %ng reads the split-K result once: allowed
+    assert ir_info(by["ng"]).emitted[by["ng"].fused_computation.parameters[0]] == 1
+    assert ir_info(by["splitk"]).splits == 1
+    assert max_direct_users(by["splitk"], by["ng"]) == 1
+    assert not merged_too_large(by["splitk"], by["ng"])
+    # %grad needs the converted value for its output and again inside the
+    # reduction loop (two use roots): emitted twice, refused
+    assert ir_info(by["grad"]).emitted[by["grad"].fused_computation.parameters[0]] == 2
+    assert merged_too_large(by["splitk"], by["grad"])
+    # %sq has one use root for it (the multiply), but two direct users of a
+    # producer whose root is a reduce (EstimateMaxDirectUsers): refused
+    assert ir_info(by["sq"]).emitted[by["sq"].fused_computation.parameters[0]] == 1
+    assert max_direct_users(by["splitk"], by["sq"]) == 2
+    assert merged_too_large(by["splitk"], by["sq"])
+    # a consumer reading it through two non-elementwise paths emits it twice
+    m = parse_module(_MOF.replace(
+        "ROOT %n = f32[128,256]{1,0} negate(%param_0.3)",
+        "%bc = f32[128,256]{1,0} bitcast(%param_0.3)\n"
+        "  %bc2 = f32[128,256]{1,0} bitcast(%param_0.3)\n"
+        "  ROOT %n = f32[128,256]{1,0} add(%bc, %bc2)"))
+    by = {i.name: i for i in m.entry.instructions}
+    assert ir_info(by["ng"]).emitted[by["ng"].fused_computation.parameters[0]] == 2
+    assert merged_too_large(by["splitk"], by["ng"])
+    # without a cache-invalidating op only the 10,000-instruction budget counts
+    assert not merged_too_large(by["sq"], by["out"])
