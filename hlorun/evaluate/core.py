@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape
+from .allocator import keep_freed_memory
 from .dtypes import dtype_of
 from .memory import EvalPlan, check_memory
 from .registry import CUSTOM_CALLS, HANDLERS, EvaluationError
@@ -75,6 +76,7 @@ class Evaluator:
 
     def __init__(self, module: Module, max_bytes: int | None = DEFAULT_MAX_BYTES,
                  max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS):
+        keep_freed_memory()  # reuse freed arrays' memory: no page faults per op
         self.module = module
         self.max_bytes = max_bytes
         self.max_while_iterations = max_while_iterations

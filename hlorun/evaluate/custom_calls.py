@@ -37,8 +37,9 @@ import ml_dtypes
 import numpy as np
 
 from ..ir.attrs import parse_dim_labels
+from .conv import conv_window, convolution
 from .dtypes import cast_result, dtype_of, widen
-from .linalg import accumulation_dtype, conv_window, convolution, dot_general
+from .linalg import accumulation_dtype, dot_general
 from .registry import EvaluationError, custom_call
 
 _VECTOR_BIAS = {"BIAS", "BIAS_RELU", "BIAS_GELU", "BIAS_GELU_AUX", "BIAS_SILU"}

@@ -1,4 +1,4 @@
-"""dot and convolution through numpy's BLAS (``matmul``).
+"""dot through numpy's BLAS (``matmul``); convolution is in :mod:`.conv`.
 
 dot: operands are transposed to (batch, free, contracting) / (batch,
 contracting, free), reshaped to 3-D and multiplied; the result is in XLA's
@@ -6,22 +6,14 @@ order (batch dims, lhs free dims, rhs free dims).  Narrow floats (bf16, f16,
 fp8) accumulate in f32 as XLA:GPU does (the preferred element type, i.e.
 the result type, is applied once at the end); f64 in f64; integers in int64
 then wrap to the result type.
-
-convolution: any ``dim_labels``, padding (negative too), strides, lhs
-(base) and rhs (window) dilation, window reversal, ``feature_group_count``
-and ``batch_group_count``.  The padded input is viewed as sliding windows
-(no copy), gathered once into an im2col matrix and multiplied per group.
-Integer convolutions saturate to the result type (XLA's evaluator).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir.attrs import parse_dim_labels, parse_window
-from .dtypes import cast_result, int_range, is_float_dtype
+from .dtypes import cast_result, is_float_dtype
 from .registry import EvaluationError, handler
-from .shapes import pad_array
 
 
 def accumulation_dtype(*arrays: np.ndarray) -> np.dtype:
@@ -51,12 +43,8 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, lb, lc, rb, rc) -> np.ndarray:
     M = int(np.prod(mshape, dtype=np.int64))
     N = int(np.prod(nshape, dtype=np.int64))
     K = int(np.prod(kshape, dtype=np.int64))
-    # Transposes stay views and conversions keep the memory order (order="K"),
-    # so BLAS reads a transposed operand in place instead of a copy.
-    a = _blas_ready(np.transpose(lhs, lb + lf + lc).astype(acc, order="K", copy=False)
-                    .reshape(B, M, K))
-    b = _blas_ready(np.transpose(rhs, rb + rc + rf).astype(acc, order="K", copy=False)
-                    .reshape(B, K, N))
+    a = _matrices(np.transpose(lhs, lb + lf + lc), len(lb), len(lf), (B, M, K), acc)
+    b = _matrices(np.transpose(rhs, rb + rc + rf), len(rb), len(rc), (B, K, N), acc)
     with np.errstate(all="ignore"):
         if B == 1:  # one GEMM: BLAS takes a transposed matrix as a flag, no copy
             out = np.matmul(a[0], b[0])
@@ -65,23 +53,46 @@ def dot_general(lhs: np.ndarray, rhs: np.ndarray, lb, lc, rb, rc) -> np.ndarray:
     return out.reshape(bshape + mshape + nshape)
 
 
-def _blas_ready(x: np.ndarray) -> np.ndarray:
-    """``x`` (batch, rows, cols) laid out so that numpy's matmul hands each
-    matrix to BLAS.  One matrix (batch 1) may be row- or column-major (BLAS
-    takes the transpose as a flag); a batch must be row-major matrices:
-    numpy's batched loop runs other strides (a transposed or sliced view)
-    without BLAS, up to 250x slower (a [16,128,64] column-major batch:
-    0.1 s instead of 0.4 ms), so those are copied once."""
-    if x.dtype.kind not in "fc":
-        return x
+def _matrices(view: np.ndarray, nbatch: int, nrows: int, shape3: tuple[int, int, int],
+              acc: np.dtype) -> np.ndarray:
+    """The transposed operand ``view`` (batch dims, row dims, column dims)
+    as (batch, rows, cols) matrices in the accumulation type, laid out for
+    BLAS, in at most one pass over memory: a view (converted in its memory
+    order) when the layout allows, else one copy that converts and reorders
+    together.  The copy is row-major, or column-major when the source's
+    minor-most dimension is a row dimension (so it reads memory in order:
+    a K-minor rhs becomes a transposed (N, K) matrix, not a gathered (K, N))."""
+    try:
+        x = np.reshape(view, shape3, copy=False)
+    except ValueError:  # the transposed dimensions do not merge into matrices
+        x = None
+    if x is not None and (acc.kind not in "fc" or _blas_layout(x)):
+        return x.astype(acc, order="K", copy=False)
+    strides = [abs(st) if n > 1 else np.inf for st, n in zip(view.strides, view.shape)]
+    rows, cols = strides[nbatch:nbatch + nrows], strides[nbatch + nrows:]
+    if rows and cols and min(rows) < min(cols):  # column-major copy
+        b, r, c = shape3
+        perm = list(range(nbatch)) + list(range(nbatch + nrows, view.ndim)) + \
+            list(range(nbatch, nbatch + nrows))
+        return np.ascontiguousarray(np.transpose(view, perm), dtype=acc).reshape(b, c, r) \
+            .swapaxes(1, 2)
+    return np.ascontiguousarray(view, dtype=acc).reshape(shape3)
+
+
+def _blas_layout(x: np.ndarray) -> bool:
+    """Whether numpy's matmul hands each matrix of ``x`` (batch, rows, cols)
+    to BLAS as laid out: row- or column-major with unit stride along one
+    axis (BLAS takes the transpose as a flag; numpy checks each operand for
+    both).  Other strides (a gathered view) run numpy's loop without BLAS,
+    up to 250x slower, so those are copied once."""
     item = x.itemsize
-    s0, s1, s2 = x.strides
+    _, s1, s2 = x.strides
     rows, cols = x.shape[1], x.shape[2]
-    row_major = (s2 == item or cols == 1) and (s1 == cols * item or rows == 1)
-    col_major = (s1 == item or rows == 1) and (s2 == rows * item or cols == 1)
-    if row_major or (col_major and x.shape[0] == 1):
-        return x
-    return np.ascontiguousarray(x)
+    if rows <= 1 or cols <= 1:
+        return (s1 == item or rows == 1) and (s2 == item or cols == 1) or x.size <= 1
+    row_major = s2 == item and s1 % item == 0 and s1 // item >= cols
+    col_major = s1 == item and s2 % item == 0 and s2 // item >= rows
+    return row_major or col_major
 
 
 def _round_bf16(x: np.ndarray) -> np.ndarray:
@@ -164,88 +175,3 @@ def _dot(ev, instr, ops):
     if out is None:
         out = dot_general(lhs, rhs, *dims)
     return cast_result(out, instr.shape.element_type)
-
-
-def conv_window(instr, spatial_rank: int):
-    text = instr.attrs.get("window")
-    window = parse_window(text) if text else ()
-    if not window and spatial_rank:
-        raise EvaluationError("convolution without a window")
-    if len(window) != spatial_rank:
-        raise EvaluationError(f"window has {len(window)} dimensions, expected {spatial_rank}")
-    return window
-
-
-def convolution(lhs: np.ndarray, rhs: np.ndarray, dnums, window, feature_group_count: int = 1,
-                batch_group_count: int = 1) -> np.ndarray:
-    """Convolution in the accumulation dtype, result in ``dnums``' output order."""
-    acc = accumulation_dtype(lhs, rhs)
-    isp, ksp, osp = list(dnums.input_spatial), list(dnums.kernel_spatial), list(dnums.output_spatial)
-    nsp = len(isp)
-    x = np.transpose(lhs, [dnums.input_batch, dnums.input_feature] + isp).astype(acc, copy=False)
-    w = np.transpose(rhs, [dnums.kernel_output_feature, dnums.kernel_input_feature] + ksp
-                     ).astype(acc, copy=False)
-    flips = [2 + i for i, wd in enumerate(window) if wd.window_reversal]
-    if flips:
-        w = np.flip(w, axis=flips)
-    config = [(0, 0, 0), (0, 0, 0)] + [(wd.padding_low, wd.padding_high, wd.base_dilation - 1)
-                                       for wd in window]
-    x = pad_array(x, np.zeros((), acc), config)
-    nb, c = x.shape[:2]
-    o, ci = w.shape[:2]
-    ksizes = w.shape[2:]
-    ext = [(k - 1) * wd.window_dilation + 1 for k, wd in zip(ksizes, window)]
-    outsp = [max(0, (s - e) // wd.stride + 1) if s >= e else 0
-             for s, e, wd in zip(x.shape[2:], ext, window)]
-    G, BG = feature_group_count, batch_group_count
-    if c != ci * G or o % G or o % BG or nb % BG:
-        raise EvaluationError(f"convolution features do not match: input {c}, kernel input {ci}, "
-                              f"output {o}, feature_group_count {G}, batch_group_count {BG}")
-    n_out = nb // BG
-    if any(s == 0 for s in outsp) or n_out == 0 or o == 0:
-        out = np.zeros([n_out, o] + outsp, dtype=acc)
-    else:
-        v = np.lib.stride_tricks.sliding_window_view(x, ext, axis=tuple(range(2, 2 + nsp)))
-        sl = (slice(None), slice(None)) + tuple(slice(None, None, wd.stride) for wd in window) + \
-            tuple(slice(None, None, wd.window_dilation) for wd in window)
-        v = v[sl]  # (N, C, out..., k...)
-        P = int(np.prod(outsp))
-        Kp = int(np.prod(ksizes))
-        # groups: (BG, Nb, G, Ci, out..., k...) -> (BG, G, Nb*P, Ci*K)
-        v = v.reshape((BG, n_out, G, ci) + tuple(outsp) + tuple(ksizes))
-        perm = [0, 2, 1] + list(range(4, 4 + nsp)) + [3] + list(range(4 + nsp, 4 + 2 * nsp))
-        cols = np.transpose(v, perm).reshape(BG, G, n_out * P, ci * Kp)
-        # kernel: (O, Ci, k...) -> O = (BG, G, Og) in XLA's order for each count
-        og = o // (G * BG)
-        if BG > 1:
-            wk = w.reshape(BG, 1, og, ci * Kp)
-        else:
-            wk = w.reshape(1, G, og, ci * Kp)
-        with np.errstate(all="ignore"):
-            res = np.matmul(cols, np.swapaxes(wk, -1, -2))  # (BG, G, Nb*P, Og)
-        res = res.reshape((BG, G, n_out) + tuple(outsp) + (og,))
-        # -> (Nb, BG, G, Og, out...)
-        res = np.moveaxis(res, [0, 1, 2, 3 + nsp], [1, 2, 0, 3])
-        out = res.reshape([n_out, o] + outsp)
-    # to the output layout of dim_labels
-    rank = 2 + nsp
-    order = [0] * rank
-    order[dnums.output_batch] = 0
-    order[dnums.output_feature] = 1
-    for i, d in enumerate(osp):
-        order[d] = 2 + i
-    return np.transpose(out, order)
-
-
-@handler("convolution")
-def _convolution(ev, instr, ops):
-    lhs, rhs = ops
-    dnums = parse_dim_labels(instr.attrs["dim_labels"])
-    window = conv_window(instr, len(dnums.input_spatial))
-    out = convolution(lhs, rhs, dnums, window, instr.int_attr("feature_group_count", 1),
-                      instr.int_attr("batch_group_count", 1))
-    et = instr.shape.element_type
-    if out.dtype.kind == "i":
-        lo, hi = int_range(et)
-        out = np.clip(out, lo, hi)
-    return cast_result(out, et)
