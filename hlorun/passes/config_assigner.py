@@ -15,8 +15,12 @@ after_optimizations modules in the dumps it makes XLA's choice for 186 of
 
 * native emitter kept -- the reduction emitter (a row or column reduction
   hero: its tiled, vectorised kernels are what Triton is measured against
-  and they usually win), or the loop emitter over a transpose that keeps
-  the minor dimension (coalesced anyway);
+  and they usually win), the loop emitter over a transpose that keeps
+  the minor dimension (coalesced anyway) or moves it to a result whose
+  minor dimension is shorter than 8 elements (a Triton tile would be
+  mostly padding: cnn_fp16's NCHW->NHWC input and first filter), and a
+  shared-memory transpose of at most one 32x32 tile (one thread block
+  either way: convnet_train_bf16's first filter and its gradient);
 * block-level Triton chosen -- a column reduction whose kept minor extent
   is narrower than a warp (32): the native column-reduction emitter gives
   each warp 32 adjacent columns, so most lanes idle (XLA picked Triton for
@@ -24,7 +28,10 @@ after_optimizations modules in the dumps it makes XLA's choice for 186 of
   8-expert router);
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
   transposes) of elements narrower than 4 bytes (f32 transposes measured
-  faster native), and loop fusions that compute reductions elementally (a
+  faster native), a loop transpose that moves the minor dimension to a
+  result minor dimension of 8 or more elements (uncoalesced natively:
+  cnn_fp16's OIHW->OHWI filters, moe_topk_train's f32[512,8] transpose),
+  and loop fusions that compute reductions elementally (a
   reduce that is not the hero, or too small for the reduction emitter:
   split-K epilogues, small softmax-like reductions), where the native loop
   emitter re-reads the reduced dimension per output element -- once their
@@ -93,13 +100,32 @@ def native_emitter(fusion: Instruction) -> str:
         return "transpose"
     if any(_real_reduce(i) for i in members):
         return "loop-reduction"
-    if any(i.opcode == "transpose" for i in members):
+    transposes = [i for i in members if i.opcode == "transpose"]
+    if any(_moves_minor(t) for t in transposes):
+        return "loop-transpose-minor"
+    if transposes:
         return "loop-transpose"
     return "loop"
 
 
+def _moves_minor(t: Instruction) -> bool:
+    """A transpose whose result's most minor dimension is not the operand's
+    (descending layouts: the last dimension)."""
+    from .priority_fusion.transpose_emitter import normalized_transpose
+    _, perm = normalized_transpose(list(t.operands[0].shape.dimensions), list(t.dimensions))
+    return len(perm) >= 2 and perm[-1] != len(perm) - 1
+
+
+#: the shortest result minor dimension a block-level transpose tile is
+#: measured worth it for (fitted: minor 3 stays native, 16 and 512 go Triton)
+MIN_TRITON_TRANSPOSE_MINOR = 8
+#: a shared-memory transpose tile (NUM_SHMEM_BANKS x NUM_SHMEM_BANKS elements)
+ONE_TRANSPOSE_TILE = 32 * 32
+
+
 #: Native emitters the model expects the block-level emitter to beat.
-TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction"})
+TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction",
+                         "loop-transpose-minor"})
 #: Elements per SM below which a loop fusion computing reductions elementally
 #: stays native (fitted to XLA's measured choices on the dumps: split-K
 #: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on
@@ -113,6 +139,22 @@ def _transpose_width(fusion: Instruction) -> int:
     body = fusion.fused_computation
     hero = find_hero(body.root, set(body.instructions))
     return byte_width(hero.shape.element_type)
+
+
+def _hero_elements(fusion: Instruction) -> int:
+    import math
+    body = fusion.fused_computation
+    return math.prod(find_hero(body.root, set(body.instructions)).shape.dimensions)
+
+
+def _result_minor(fusion: Instruction) -> int:
+    """The minor dimension of the (first) minor-moving transpose's result."""
+    from .priority_fusion.transpose_emitter import normalized_transpose
+    for t in fusion.fused_computation.instructions:
+        if t.opcode == "transpose" and _moves_minor(t):
+            dims, _ = normalized_transpose(list(t.operands[0].shape.dimensions), list(t.dimensions))
+            return dims[-1]
+    return 0
 
 
 def _outputs(fusion: Instruction) -> int:
@@ -148,6 +190,19 @@ class ConfigAssigner(Pass):
             self.remark(fusion, f"{fusion.name} stays on the native loop emitter: its "
                                 f"{_outputs(fusion)} outputs fill less than one wave "
                                 f"({wave} = SMs x {ONE_WAVE_PER_SM})", "missed",
+                        rule="native", emitter=emitter)
+            return False
+        if emitter == "transpose" and _hero_elements(fusion) <= ONE_TRANSPOSE_TILE:
+            self.remark(fusion, f"{fusion.name} stays on the native transpose emitter: "
+                                f"{_hero_elements(fusion)} elements fit one 32x32 shared-memory "
+                                f"tile (one thread block either way)", "missed",
+                        rule="native", emitter=emitter)
+            return False
+        if emitter == "loop-transpose-minor" and _result_minor(fusion) < MIN_TRITON_TRANSPOSE_MINOR:
+            self.remark(fusion, f"{fusion.name} stays on the native loop emitter: the transposed "
+                                f"result's minor dimension has {_result_minor(fusion)} elements, "
+                                f"fewer than a block-level tile needs "
+                                f"({MIN_TRITON_TRANSPOSE_MINOR})", "missed",
                         rule="native", emitter=emitter)
             return False
         if emitter == "transpose" and _transpose_width(fusion) >= 4:

@@ -219,28 +219,10 @@ def is_intermediate(instr: Instruction, allowed_operands: int = 1) -> bool:
 
 
 def tiled_transpose(instr: Instruction) -> bool:
-    """A transpose (or copy) swapping the most minor physical dimension of
-    a large enough array: the shared-memory transpose emitter
-    (``GetDescriptionForTiledTransposeEmitter``, simplified to the
-    minor-dimension and size conditions)."""
-    if instr.opcode not in ("transpose", "copy"):
-        return False
-    o, s = instr.operands[0].shape, instr.shape
-    if o.layout is None or s.layout is None or o.rank < 2:
-        return False
-    if instr.opcode == "transpose":
-        perm = list(instr.dimensions)
-        out_minor = s.minor_to_major[0]
-        if perm[out_minor] == o.minor_to_major[0]:
-            return False  # the minor dimension stays minor
-        if transpose_is_bitcast(o, s, perm):
-            return False
-    elif o.minor_to_major[0] == s.minor_to_major[0]:
-        return False
-    minor_in = o.dimensions[o.minor_to_major[0]]
-    minor_out = s.dimensions[s.minor_to_major[0]]
-    return minor_in >= 32 and minor_out >= 32 or (min(minor_in, minor_out) >= 8
-                                                  and math.prod(s.dimensions) >= 4096)
+    """A transpose the shared-memory transpose emitter takes
+    (``GetDescriptionForTiledTransposeEmitter``, :mod:`.transpose_emitter`)."""
+    from .transpose_emitter import tiled_transpose_description
+    return tiled_transpose_description(instr) is not None
 
 
 def find_hero(root: Instruction, members: set[Instruction] | None = None,
