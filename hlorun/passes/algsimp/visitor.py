@@ -13,6 +13,7 @@ from ...ir.attrs import format_int_list
 from ...ir.build import permute_dimensions
 from ...ir.literal import Literal
 from ...ir.module import Instruction
+from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import (Shape, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import dot as dot_rules
@@ -151,6 +152,8 @@ class AlgsimpVisitor(DfsRewriteVisitor):
                 self.replace_with_new(bcast, self.new(
                     "broadcast", bcast.shape, [op.operands[0]], dimensions=format_int_list(dims)))
                 return
+        if self.sink_broadcast(bcast):
+            return
         if op.shape.rank == 0:
             for user in bcast.users:
                 if not user._users and not user.is_root():
@@ -179,6 +182,43 @@ class AlgsimpVisitor(DfsRewriteVisitor):
             r = add_instruction(bcast.parent, self.new("reshape", squeezed, [op]))
             self.replace_with_new(bcast, self.new(
                 "broadcast", bcast.shape, [r], dimensions=format_int_list([dims[i] for i in kept])))
+
+    def sink_broadcast(self, bcast: Instruction) -> bool:
+        """``TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand``: an
+        elementwise user whose operands are this broadcast or broadcasts of
+        scalars runs on the broadcast's operand instead, and its result is
+        broadcast (``convert(broadcast(c))`` -> ``broadcast(convert(c))``).
+        Users that are copies, fusions, or dead are left alone."""
+        if bcast.shape.rank == 0:
+            return False
+        op = bcast.operands[0]
+        changed = False
+        for user in list(bcast.users):
+            if user.parent is None or (not user._users and not user.is_root()):
+                continue
+            if user.opcode in ("copy", "fusion") or user.opcode not in ELEMENTWISE:
+                continue
+            if not all(o is bcast or (o.opcode == "broadcast" and o.operands[0].shape.is_array
+                                      and o.operands[0].shape.rank == 0) for o in user.operands):
+                continue
+            new_ops = []
+            for o in user.operands:
+                if o is bcast:
+                    new_ops.append(op)
+                elif op.shape.rank == 0:
+                    new_ops.append(o.operands[0])
+                else:
+                    new_ops.append(add_instruction(bcast.parent, self.new(
+                        "broadcast", op.shape.with_element_type(o.shape.element_type),
+                        [o.operands[0]], dimensions="{}")))
+            shape = op.shape.with_element_type(user.shape.element_type)
+            inner = Instruction(user.opcode, shape, new_ops, "", dict(user.attrs))
+            inner.attrs.pop("backend_config", None)
+            add_instruction(bcast.parent, inner, metadata_from=user)
+            self.replace_with_new(user, self.new("broadcast", user.shape, [inner],
+                                                 dimensions=format_int_list(bcast.dimensions)))
+            changed = True
+        return changed
 
     # -- transpose ---------------------------------------------------------------------
     def handle_transpose(self, t: Instruction) -> None:
