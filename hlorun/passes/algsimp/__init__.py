@@ -21,14 +21,19 @@ does is not implemented and left unchanged):
   reshape that is a bitcast becomes a bitcast;
 * broadcast: a broadcast that does not add elements becomes a reshape or a
   transpose; broadcast(reshape(x)) that only inserts unit dimensions ->
-  broadcast(x); scalar broadcasts read by a reshape/transpose become a
+  broadcast(x); an elementwise user whose other operands are scalar
+  broadcasts runs on the broadcast's operand and is broadcast afterwards
+  (``convert(broadcast(c))`` -> ``broadcast(convert(c))``); scalar
+  broadcasts read by a reshape/transpose become a
   broadcast to the user's shape; broadcast(broadcast(x)) -> one broadcast;
   layout-insensitive: unit dimensions of the operand are dropped
   (``enable_broadcast_degenerate_dimension``);
 * transpose: identity transposes removed, transpose(transpose(x)) merged,
   transpose(broadcast(x)) -> broadcast(x) when x's dimensions keep their
   order; layout-sensitive: a transpose that is a bitcast becomes a bitcast;
-* convert / copy: no-op converts and copies removed.
+* convert / copy: no-op converts and copies removed;
+* reduce: see :mod:`.reduce` (XLA's HandleReduce: reduce of reduce,
+  reshape, transpose, negate; count-keeping reduces become reshapes).
 
 Postcondition: none of the patterns above remains (run to a fixed point).
 """
