@@ -165,6 +165,8 @@ class Instruction:
             b, c = self.attrs.get("body"), self.attrs.get("condition")
             return [x for x in (b, c) if isinstance(x, Computation)]
         for v in self.attrs.values():
+            if type(v) is str:  # most values: skip the isinstance checks
+                continue
             if isinstance(v, Computation):
                 out.append(v)
             elif isinstance(v, list) and v and isinstance(v[0], Computation):
@@ -580,27 +582,28 @@ class Module:
         """XLA's ``MakeComputationPostOrder(dfs_postorder=true)``: for each
         computation nobody calls (in module order), its embedded
         computations (callees first) and then itself."""
+        comps = self.computations
+        calls = _module_call_lists(comps)
         called: set[Computation] = set()
-        for c in self.computations:
-            for i in c._instructions:
-                if i.attrs:
-                    called.update(i.called_computations())
+        for lists in calls.values():
+            for cc in lists:
+                called.update(cc)
         added: set[Computation] = set()
         order: list[Computation] = []
-        for comp in self.computations:
+        for comp in comps:
             if comp in called:
                 continue
-            for emb in embedded_computations(comp):
+            for emb in embedded_computations(comp, calls):
                 if emb not in added:
                     added.add(emb)
                     order.append(emb)
             if comp not in added:
                 added.add(comp)
                 order.append(comp)
-        if len(order) != len(self.computations):
+        if len(order) != len(comps):
             # Call cycles or computations reachable only from themselves:
             # keep everything printable.
-            order.extend(c for c in self.computations if c not in added)
+            order.extend(c for c in comps if c not in added)
         return order
 
     def instructions(self) -> Iterator[Instruction]:
@@ -670,19 +673,51 @@ class Module:
         self.header_attrs["entry_computation_layout"] = format_computation_layout(params, result)
 
 
-def embedded_computations(comp: Computation) -> list[Computation]:
+_NO_CALLS: list[list[Computation]] = []  # shared, never mutated
+
+
+def _call_lists(comp: Computation,
+                memo: dict[Computation, list[list[Computation]]]) -> list[list[Computation]]:
+    """The non-empty ``called_computations()`` of ``comp``'s instructions,
+    in instruction order (memoized in ``memo``)."""
+    got = memo.get(comp)
+    if got is None:
+        got = memo[comp] = [cc for cc in (i.called_computations() for i in comp._instructions
+                                          if i.attrs) if cc]
+    return got
+
+
+def _module_call_lists(comps: list[Computation]) -> dict[Computation, list[list[Computation]]]:
+    """:func:`_call_lists` of every computation in ``comps``."""
+    memo: dict[Computation, list[list[Computation]]] = {}
+    for c in comps:
+        got = None
+        for i in c._instructions:
+            if i.attrs:
+                cc = i.called_computations()
+                if cc:
+                    if got is None:
+                        got = []
+                    got.append(cc)
+        memo[c] = got or _NO_CALLS
+    return memo
+
+
+def embedded_computations(comp: Computation,
+                          _memo: dict[Computation, list[list[Computation]]] | None = None
+                          ) -> list[Computation]:
     """``MakeEmbeddedComputationsList``: computations called (transitively)
-    from ``comp``, callees before callers, ``comp`` itself excluded."""
+    from ``comp``, callees before callers, ``comp`` itself excluded.
+    (``_memo``: call lists shared by several calls on one module state.)"""
+    memo = {} if _memo is None else _memo
     visited: set[Computation] = set()
     order: list[Computation] = []
-    for instr in comp._instructions:
-        if not instr.attrs:
-            continue
-        stack: list[tuple[Computation, Iterator[Instruction]]] = []
-        for callee in reversed(instr.called_computations()):
+    for top in _call_lists(comp, memo):
+        stack: list[tuple[Computation, Iterator[list[Computation]]]] = []
+        for callee in reversed(top):
             if callee not in visited:
                 visited.add(callee)
-                stack.append((callee, iter(list(callee._instructions))))
+                stack.append((callee, iter(_call_lists(callee, memo))))
         while stack:
             cur, it = stack[-1]
             nxt = next(it, None)
@@ -690,11 +725,10 @@ def embedded_computations(comp: Computation) -> list[Computation]:
                 stack.pop()
                 order.append(cur)
                 continue
-            if nxt.attrs:
-                for callee in reversed(nxt.called_computations()):
-                    if callee not in visited:
-                        visited.add(callee)
-                        stack.append((callee, iter(list(callee._instructions))))
+            for callee in reversed(nxt):
+                if callee not in visited:
+                    visited.add(callee)
+                    stack.append((callee, iter(_call_lists(callee, memo))))
     return order
 
 
