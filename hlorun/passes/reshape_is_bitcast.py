@@ -8,14 +8,99 @@ changes a layout after that (a GEMM rewriter pinning its output to the
 canonical layout, scenario S0) can break it.  This checker reports each
 such reshape with the message XLA would print, plus the operand and result
 layouts, so the pipeline can name the pass after which it first appeared.
+
+The pipeline runs it after every pass that changed the module (to name
+that pass); ``check_changes`` re-examines only what the
+:class:`~hlorun.ir.changes.ModuleTracker` reports changed.
 """
 
 from __future__ import annotations
 
-from ..ir.module import Module
+from ..ir.changes import ROW_ATTRS, ROW_BASE, Changes, ModuleTracker
+from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import reshape_is_bitcast
 from ..errors import Diagnostic
 from ..verifier.checkers import Checker
+
+
+def _fused_callee(opcode: str, attrs: dict) -> Computation | None:
+    """``Instruction.fused_computation`` of a fusion, from a row's values."""
+    if opcode != "fusion":
+        return None
+    v = attrs.get("calls")
+    if isinstance(v, Computation):
+        return v
+    if isinstance(v, list) and len(v) == 1:
+        return v[0]
+    return None
+
+
+def _bad(instr: Instruction) -> bool:
+    s0 = instr.operands[0].shape
+    s = instr.shape
+    return s.is_array and s0.is_array and not reshape_is_bitcast(s, s0)
+
+
+class _State:
+    """The incremental check's view: how many fusion instructions call each
+    computation, and the offending reshapes outside fused computations."""
+
+    def __init__(self, module: Module, gen: int) -> None:
+        self.module = module
+        self.gen = gen
+        self.fusers: dict[Computation, int] = {}
+        self.bad: set[Instruction] = set()
+        reshapes = []
+        for comp in module.computations:
+            for instr in comp._instructions:
+                op = instr.opcode
+                if op == "fusion":
+                    c = instr.fused_computation
+                    if c is not None:
+                        self.fusers[c] = self.fusers.get(c, 0) + 1
+                elif op == "reshape" and instr.operands:
+                    reshapes.append((comp, instr))
+        for comp, instr in reshapes:
+            if comp not in self.fusers and _bad(instr):
+                self.bad.add(instr)
+
+    def _count(self, c: Computation | None, d: int, flipped: set) -> None:
+        if c is None:
+            return
+        n = self.fusers.get(c, 0)
+        if (n > 0) != (n + d > 0):
+            flipped.add(c)
+        if n + d:
+            self.fusers[c] = n + d
+        else:
+            self.fusers.pop(c, None)
+
+    def update(self, ch: Changes, tracker: ModuleTracker) -> None:
+        flipped: set[Computation] = set()
+        for i in ch.removed:
+            self.bad.discard(i)
+            r = ch.old_rows.get(i)
+            if r is not None:
+                self._count(_fused_callee(r[ROW_BASE][1], r[ROW_ATTRS]), -1, flipped)
+        recheck: set[Instruction] = set()
+        for i in ch.instructions:
+            r = ch.old_rows.get(i)
+            if r is not None:
+                self._count(_fused_callee(r[ROW_BASE][1], r[ROW_ATTRS]), -1, flipped)
+            self._count(_fused_callee(i.opcode, i.attrs), +1, flipped)
+            recheck.add(i)
+            recheck.update(i._users)  # they read its shape
+        for c in flipped:
+            if c.module is self.module:
+                recheck.update(c._instructions)
+        container = tracker.container
+        for i in recheck:
+            comp = container(i)
+            if comp is not None and i.opcode == "reshape" and i.operands \
+                    and comp not in self.fusers and _bad(i):
+                self.bad.add(i)
+            else:
+                self.bad.discard(i)
 
 
 class ReshapeIsBitcast(Checker):
@@ -24,48 +109,52 @@ class ReshapeIsBitcast(Checker):
     name = "reshape-is-bitcast"
 
     def check(self, module: Module) -> list[Diagnostic]:
-        out: list[Diagnostic] = []
         try:
-            # One sweep for the offending reshapes and the fused computations;
-            # the post order (MakeNonfusionComputations, the order of the
-            # findings) is only built when there is something to report.
-            fused: set = set()
-            reshapes: list = []
-            for comp in module.computations:
-                for instr in comp._instructions:
-                    op = instr.opcode
-                    if op == "fusion":
-                        c = instr.fused_computation
-                        if c is not None:
-                            fused.add(c)
-                    elif op == "reshape" and instr.operands:
-                        reshapes.append((comp, instr))
-            bad = []
-            for comp, instr in reshapes:
-                if comp in fused:
-                    continue
-                s, s0 = instr.shape, instr.operands[0].shape
-                if s.is_array and s0.is_array and not reshape_is_bitcast(s, s0):
-                    bad.append(instr)
-            if not bad:
-                return out
-            from .dfs_rewrite import nonfusion_computations
-            flagged = set(bad)
-            for comp in nonfusion_computations(module):
-                for instr in comp._instructions:
-                    if instr not in flagged:
-                        continue
-                    operand = instr.operands[0]
-                    s, s0 = instr.shape, operand.shape
-                    out.append(self.diag(
-                        module, instr,
-                        f"RET_CHECK failure (xla/service/layout_normalization.cc:429) "
-                        f"ShapeUtil::ReshapeIsBitcast(s, operand->shape()): reshape "
-                        f"%{instr.name} from %{operand.name} {s0} to {s} is not a bitcast "
-                        f"(operand layout {s0.layout}, result layout {s.layout})",
-                        notes=["run reshape-decomposer before layout_normalization "
-                               "(it turns the reshape into copy + bitcast)"]))
+            bad = _State(module, 0).bad
+            return self._report(module, bad) if bad else []
         except Exception as e:  # a checker never raises
-            out.append(Diagnostic(rule=self.name, message=f"checker crashed: {e!r}",
-                                  filename=module.filename))
+            return [Diagnostic(rule=self.name, message=f"checker crashed: {e!r}",
+                               filename=module.filename)]
+
+    def check_changes(self, module: Module, tracker: ModuleTracker) -> list[Diagnostic]:
+        """``check``'s findings, re-examining only the reshapes that changed
+        or read a changed instruction, and every reshape of a computation
+        that became or stopped being a fusion body."""
+        key = ("reshape-is-bitcast",)
+        try:
+            st = tracker.cache.pop(key, None)  # half-updated state must not survive
+            if tracker.module is not module:
+                return self.check(module)
+            if st is None or st.module is not module:
+                st = _State(module, tracker.gen)
+            elif st.gen != tracker.gen:
+                ch = tracker.changes_since(st.gen)
+                if ch.full:
+                    st = _State(module, tracker.gen)
+                else:
+                    st.update(ch, tracker)
+                    st.gen = tracker.gen
+            tracker.cache[key] = st
+            return self._report(module, st.bad) if st.bad else []
+        except Exception:
+            return self.check(module)
+
+    def _report(self, module: Module, bad: set[Instruction]) -> list[Diagnostic]:
+        """Findings in ``MakeNonfusionComputations`` order."""
+        from .dfs_rewrite import nonfusion_computations
+        out: list[Diagnostic] = []
+        for comp in nonfusion_computations(module):
+            for instr in comp._instructions:
+                if instr not in bad:
+                    continue
+                operand = instr.operands[0]
+                s, s0 = instr.shape, operand.shape
+                out.append(self.diag(
+                    module, instr,
+                    f"RET_CHECK failure (xla/service/layout_normalization.cc:429) "
+                    f"ShapeUtil::ReshapeIsBitcast(s, operand->shape()): reshape "
+                    f"%{instr.name} from %{operand.name} {s0} to {s} is not a bitcast "
+                    f"(operand layout {s0.layout}, result layout {s.layout})",
+                    notes=["run reshape-decomposer before layout_normalization "
+                           "(it turns the reshape into copy + bitcast)"]))
         return out
