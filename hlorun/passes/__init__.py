@@ -47,6 +47,7 @@ REGISTRY: dict[str, str] = {
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
     "select_and_scatter_expander":
         "hlorun.passes.select_and_scatter_expander:SelectAndScatterExpander",
+    "simplify-fp-conversions": "hlorun.passes.simplify_fp_conversions:SimplifyFPConversions",
     "softmax-rewriter-triton": "hlorun.passes.softmax_rewriter_triton:SoftmaxRewriterTriton",
     "sort-iota-fusion": "hlorun.passes.sort_iota_fusion:SortIotaFusion",
     "splitk-rewriter": "hlorun.passes.splitk_rewriter:SplitkRewriter",

@@ -127,3 +127,17 @@ def test_cnn_fp16_layout_normalization_step_like_xla():
                       for i in m.entry.instructions if i.opcode == "transpose")
     assert transposes(module) == transposes(expected)
     assert len(transposes(expected)) == 6
+
+
+@pytest.mark.parametrize("folder", [CNN, CONVNET], ids=["cnn_fp16", "convnet_train_bf16"])
+def test_conv_programs_compile_to_the_same_numbers(folder):
+    """The default pipeline's output (NHWC cuDNN calls on transposed
+    operands, backward convolutions, simplified convert chains) computes what
+    the input module computes, by the evaluator."""
+    before = _module(folder, "*before_optimizations.txt")
+    args = random_inputs(before, 0)
+    ref = evaluate(before, args)
+    after = _compile(_module(folder, "*before_optimizations.txt"))
+    cmp = compare_values(ref, evaluate(after, args), output_types(before),
+                         tolerance_types=tolerance_types(before))
+    assert cmp.ok, "; ".join(leaf.describe() for leaf in cmp.leaves if not leaf.ok)
