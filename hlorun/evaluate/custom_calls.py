@@ -26,7 +26,7 @@ contracts of XLA's thunk emitter (``service/gpu/thunk_emitter.cc``):
 ``__cudnn$convBackwardInput`` / ``__cudnn$convBackwardFilter``
     the gradients of the forward convolution the attributes describe, as
     adjoints of the forward map (the kernel window is walked in a loop,
-    each step a vectorized multiply-add).
+    each step one BLAS matmul over the channels).
 """
 
 from __future__ import annotations
@@ -298,18 +298,23 @@ def _adjoint_conv(grad_out, other, dnums, window, fgc, want: str, x_shape, w_sha
         xp = pad_array(x, np.zeros((), acc), [(0, 0, 0), (0, 0, 0)] + pads)
         gw = np.zeros(ws, dtype=acc)
     gg = g.reshape((n, G, og) + tuple(out_sp))
+    P = int(np.prod(out_sp, dtype=np.int64))
+    g_mat = np.ascontiguousarray(gg.reshape(n, G, og, P))  # (n, G, og, P) matrices for BLAS
+    if want == "filter":  # (G, og, n*P): the sum over batch and positions is one GEMM per group
+        g_rows = np.ascontiguousarray(np.moveaxis(g_mat, 0, 2)).reshape(G, og, n * P)
     for kpos in np.ndindex(*ws[2:]):
         kidx = [(ws[2 + i] - 1 - k) if window[i].window_reversal else k for i, k in enumerate(kpos)]
         sl = tuple(slice(k * wd.window_dilation, k * wd.window_dilation + (s - 1) * wd.stride + 1,
                          wd.stride) for k, wd, s in zip(kpos, window, out_sp))
         if want == "input":
             wk = w[(slice(None), slice(None)) + tuple(kidx)].reshape(G, og, ci)
-            contrib = np.einsum("ngo...,goc->ngc...", gg, wk).reshape((n, c) + tuple(out_sp))
+            wt = np.ascontiguousarray(np.swapaxes(wk, 1, 2))  # (G, ci, og)
+            contrib = np.matmul(wt, g_mat).reshape((n, c) + tuple(out_sp))  # (n, G, ci, P)
             gx[(slice(None), slice(None)) + sl] += contrib
         else:
-            xk = xp[(slice(None), slice(None)) + sl].reshape((n, G, ci) + tuple(out_sp))
-            upd = np.einsum("ngop,ngcp->goc", gg.reshape(n, G, og, -1),
-                            xk.reshape(n, G, ci, -1)).reshape(o, ci)
+            xk = xp[(slice(None), slice(None)) + sl].reshape((n, G, ci, P))
+            x_cols = np.ascontiguousarray(np.transpose(xk, (1, 0, 3, 2))).reshape(G, n * P, ci)
+            upd = np.matmul(g_rows, x_cols).reshape(o, ci)  # (G, og, ci)
             gw[(slice(None), slice(None)) + tuple(kidx)] += upd
     if want == "input":
         # undo padding and base dilation

@@ -151,3 +151,38 @@ ENTRY e {
     per_run = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 3
     # 20 MiB of fresh f32 arrays per run would be ~5,000 faults of 4 KiB pages
     assert per_run < 1000, per_run
+
+
+@pytest.mark.parametrize("fgc", [1, 2])
+def test_cudnn_backward_convolutions_use_blas_and_are_adjoints(monkeypatch, fgc):
+    """<conv(x, w), g> = <x, dx(g, w)> = <w, dw(x, g)> for random x, w and
+    two random g, with feature groups; each kernel position is a matmul."""
+    r = np.random.default_rng(fgc)
+    x = r.uniform(-1, 1, (2, 9, 7, 4)).astype(np.float32)
+    w = r.uniform(-1, 1, (3, 3, 4 // fgc, 6)).astype(np.float32)
+    common = (f"window={{size=3x3 stride=2x2 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f, "
+              f"feature_group_count={fgc}")
+    text = f"""HloModule m
+ENTRY e {{
+  x = f32[2,9,7,4]{{3,2,1,0}} parameter(0)
+  w = f32[3,3,{4 // fgc},6]{{3,2,1,0}} parameter(1)
+  g = f32[2,5,4,6]{{3,2,1,0}} parameter(2)
+  fwd = (f32[2,5,4,6]{{3,2,1,0}}, u8[0]{{0}}) custom-call(x, w), {common}, custom_call_target="__cudnn$convForward"
+  bi = (f32[2,9,7,4]{{3,2,1,0}}, u8[0]{{0}}) custom-call(g, w), {common}, custom_call_target="__cudnn$convBackwardInput"
+  bf = (f32[3,3,{4 // fgc},6]{{3,2,1,0}}, u8[0]{{0}}) custom-call(x, g), {common}, custom_call_target="__cudnn$convBackwardFilter"
+  y = f32[2,5,4,6]{{3,2,1,0}} get-tuple-element(fwd), index=0
+  dx = f32[2,9,7,4]{{3,2,1,0}} get-tuple-element(bi), index=0
+  dw = f32[3,3,{4 // fgc},6]{{3,2,1,0}} get-tuple-element(bf), index=0
+  ROOT out = (f32[2,5,4,6]{{3,2,1,0}}, f32[2,9,7,4]{{3,2,1,0}}, f32[3,3,{4 // fgc},6]{{3,2,1,0}}) tuple(y, dx, dw)
+}}"""
+    for k in range(2):
+        g = r.uniform(-1, 1, (2, 5, 4, 6)).astype(np.float32)
+        if k == 0:
+            spy = _Spy(monkeypatch)
+        y, dx, dw = run_hlo(text, x, w, g)
+        if k == 0:
+            assert len(spy.calls) == 1 + 2 * 9  # forward once, each backward per kernel position
+            monkeypatch.undo()
+        inner = float(np.sum(y.astype(np.float64) * g))
+        assert float(np.sum(x.astype(np.float64) * dx)) == pytest.approx(inner, rel=1e-5)
+        assert float(np.sum(w.astype(np.float64) * dw)) == pytest.approx(inner, rel=1e-5)
