@@ -9,6 +9,9 @@ For each case: an HLO module with one dot or convolution, evaluated by
 contiguous f32 arrays: the BLAS ceiling.  The two are timed alternately,
 best of --repeat each.  Prints GFLOP/s (2*M*N*K per second) of both and
 the ratio evaluator / numpy (1.0 = the evaluator adds nothing to BLAS).
+For bf16/f16 cases a second baseline adds what numpy itself must do around
+that GEMM: widen the operands to f32 and round the result back (column
+``+conv``, ratio ``ev/+conv``).
 
 Times are CPU seconds of this process (``time.process_time``) with BLAS on
 --threads threads (default 1, set through OPENBLAS_NUM_THREADS /
@@ -98,19 +101,35 @@ def run_case(name, text, gemm, repeat):
     flop = 2.0 * b * m * n * k
     ev = lambda: Evaluator(module, max_bytes=None).evaluate(args)  # noqa: E731
     mm = lambda: np.matmul(a32, b32)  # noqa: E731
-    ev(), mm()  # warm up (allocator, BLAS threads)
+    out_dtype = ev().dtype
+
+    def mm_narrow():
+        """numpy's least work for a narrow-float op: widen the operands,
+        one f32 GEMM, round the result (as many elements as the op's)."""
+        for x in args:
+            x.astype(np.float32)
+        r = np.matmul(a32, b32)
+        return r.reshape(-1)[:res_size].astype(out_dtype)
+    res_size = int(np.prod(ev().shape))
+    narrow = out_dtype != np.float32
+    mm(), mm_narrow()  # warm up (allocator, BLAS threads)
     inf = float("inf")
-    t_np, t_ev, w_np, w_ev = inf, inf, inf, inf
-    for _ in range(repeat):  # alternate, so both see the same load
+    t_np, t_ev, w_np, w_ev, t_nn = inf, inf, inf, inf, inf
+    for _ in range(repeat):  # alternate, so all see the same load
         c, w = _timed(mm)
         t_np, w_np = min(t_np, c), min(w_np, w)
+        if narrow:
+            t_nn = min(t_nn, _timed(mm_narrow)[0])
         c, w = _timed(ev)
         t_ev, w_ev = min(t_ev, c), min(w_ev, w)
     t_np, t_ev = max(t_np, 1e-6), max(t_ev, 1e-6)
+    t_nn = t_np if not narrow else max(t_nn, 1e-6)
     return {"case": name, "gflop": round(flop / 1e9, 3),
             "numpy_cpu_ms": round(t_np * 1e3, 2), "numpy_gflops": round(flop / t_np / 1e9, 1),
             "evaluator_cpu_ms": round(t_ev * 1e3, 2), "evaluator_gflops": round(flop / t_ev / 1e9, 1),
             "ratio": round(t_np / t_ev, 3),
+            "numpy_with_conversions_cpu_ms": round(t_nn * 1e3, 2),
+            "ratio_with_conversions": round(t_nn / t_ev, 3),
             "numpy_wall_gflops": round(flop / w_np / 1e9, 1),
             "evaluator_wall_gflops": round(flop / w_ev / 1e9, 1),
             "wall_ratio": round(w_np / w_ev, 3)}
@@ -127,7 +146,8 @@ def main(argv=None) -> int:
     print(f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')}; CPU-time GFLOP/s "
           "(wall-clock in the last two columns)")
     print(f"{'case':30s} {'GFLOP':>7s} {'numpy ms':>9s} {'GFLOP/s':>8s} {'eval ms':>9s} "
-          f"{'GFLOP/s':>8s} {'eval/numpy':>10s} {'wall np':>8s} {'wall ev':>8s}")
+          f"{'GFLOP/s':>8s} {'eval/numpy':>10s} {'+conv ms':>9s} {'ev/+conv':>8s} "
+          f"{'wall np':>8s} {'wall ev':>8s}")
     for name, text, gemm in CASES:
         if a.only and a.only not in name:
             continue
@@ -135,6 +155,7 @@ def main(argv=None) -> int:
         rows.append(r)
         print(f"{name:30s} {r['gflop']:7.2f} {r['numpy_cpu_ms']:9.1f} {r['numpy_gflops']:8.1f} "
               f"{r['evaluator_cpu_ms']:9.1f} {r['evaluator_gflops']:8.1f} {r['ratio']:10.2f} "
+              f"{r['numpy_with_conversions_cpu_ms']:9.1f} {r['ratio_with_conversions']:8.2f} "
               f"{r['numpy_wall_gflops']:8.1f} {r['evaluator_wall_gflops']:8.1f}", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))

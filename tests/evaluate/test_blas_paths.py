@@ -112,9 +112,10 @@ def _conv_text(layout, window, fgc, bgc, c, o):
     return body.replace("RESULT", shape.to_string(False))
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 64])  # 64 bytes: one output row per GEMM
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("case", range(len(CONVS)))
-def test_convolution_im2col_in_both_memory_orders_agrees_with_xla(layout, case, monkeypatch):
+def test_convolution_im2col_in_both_memory_orders_agrees_with_xla(layout, case, chunk, monkeypatch):
     if not xla_oracle.available():
         pytest.skip("jax is not installed")
     text = _conv_text(layout, *CONVS[case])
@@ -123,10 +124,14 @@ def test_convolution_im2col_in_both_memory_orders_agrees_with_xla(layout, case, 
     dn = parse_dim_labels(root.attrs["dim_labels"])
     args = random_inputs(module, case)
     assert conv._channels_minor(args[0], dn) == (layout == "NHWC")
+    monkeypatch.setattr(conv, "CHUNK_BYTES", chunk)
     spy = _Spy(monkeypatch)
     from hlorun.evaluate import evaluate
     ours = evaluate(module, args)
-    assert len(spy.calls) == 1 and all(_blas(x) for x in spy.calls[0])
+    grouped = CONVS[case][1] > 1 or CONVS[case][2] > 1
+    # grouped: one batched GEMM; else one GEMM per (image, block of output rows)
+    assert len(spy.calls) == 1 if grouped else len(spy.calls) >= args[0].shape[0]
+    assert all(_blas(x) for call in spy.calls for x in call)
     monkeypatch.undo()
     theirs = xla_oracle.run_on_xla_cpu(text, args)[0]
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
@@ -181,7 +186,8 @@ ENTRY e {{
             spy = _Spy(monkeypatch)
         y, dx, dw = run_hlo(text, x, w, g)
         if k == 0:
-            assert len(spy.calls) == 1 + 2 * 9  # forward once, each backward per kernel position
+            assert len(spy.calls) == (2 if fgc == 1 else 1) + 2 * 9  # forward: one GEMM per image
+            assert all(_blas(a) for call in spy.calls for a in call)
             monkeypatch.undo()
         inner = float(np.sum(y.astype(np.float64) * g))
         assert float(np.sum(x.astype(np.float64) * dx)) == pytest.approx(inner, rel=1e-5)
