@@ -89,21 +89,27 @@ def test_cnn_fp16_calls_and_layout_transposes_are_xlas():
 
 def _fixture_cases(path):
     text = path.read_text()
-    return [c for c in re.split(r"^// -----$", text, flags=re.M) if "convolution(" in c]
+    return [c for c in re.split(r"^// -----$", text, flags=re.M) if "convolution(" in c or "custom-call(" in c]
 
 
-@pytest.mark.parametrize("case", range(len(_fixture_cases(
-    TESTDATA / "passes" / "conv-rewriter" / "conv_rewriter.hlo"))))
-def test_conv_rewriter_keeps_the_numbers(case):
-    """Every fixture case (forward, backward input / filter, strided,
-    dilated, grouped, batch-grouped) computes the same values after
-    conv-rewriter, by the evaluator's cuDNN call semantics."""
-    text = _fixture_cases(TESTDATA / "passes" / "conv-rewriter" / "conv_rewriter.hlo")[case]
+_NUMERIC_CASES = [(name, i) for name in ("conv-rewriter", "conv-padding-legalization")
+                  for i in range(len(_fixture_cases(TESTDATA / "passes" / name
+                                                    / f"{name.replace('-', '_')}.hlo")))]
+
+
+@pytest.mark.parametrize("pass_name,case", _NUMERIC_CASES)
+def test_conv_passes_keep_the_numbers(pass_name, case):
+    """Every fixture case of conv-rewriter (forward, backward input / filter,
+    strided, dilated, grouped, batch-grouped) and conv-padding-legalization
+    (uneven SAME padding, window dilation) computes the same values after
+    the pass, by the evaluator's cuDNN call semantics."""
+    path = TESTDATA / "passes" / pass_name / f"{pass_name.replace('-', '_')}.hlo"
+    text = _fixture_cases(path)[case]
     before = parse_module(text)
     if any(i.shape.rank > 5 for i in before.entry.instructions if i.shape.is_array):
         pytest.skip("4 spatial dimensions: stays a convolution")
     after = parse_module(text)
-    pass_class("conv-rewriter")().run(after)
+    assert pass_class(pass_name)().run(after) or "CHANGED: false" in text
     args = random_inputs(before, 0)
     ref, got = evaluate(before, args), evaluate(after, args)
     cmp = compare_values(ref, got, output_types(before), tolerance_types=tolerance_types(before))
