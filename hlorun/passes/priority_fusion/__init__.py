@@ -172,11 +172,15 @@ class _Queue:
 
     def _ir(self, x: Instruction):
         """:func:`.ir_size.ir_info` of ``x``, cached until ``x`` changes."""
+        if x.opcode == "fusion":
+            got = self.time(x).ir  # computed with the estimate of x alone
+            if got is not None:
+                return got
         if self.bodies is None:
             return ir_info(x)
         got = self.ir_infos.get(x)
         if got is None:
-            got = self.ir_infos[x] = ir_info(x)
+            got = self.ir_infos[x] = ir_info(x, self._members)
         return got
 
     def changed(self, instr: Instruction) -> None:

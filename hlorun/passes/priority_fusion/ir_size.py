@@ -25,56 +25,20 @@ merge is refused ("overly large code duplication") when
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ...ir.module import Instruction
-from ...ir.opcode import ELEMENTWISE
+from .model import INVALIDATES_CACHE, IrInfo, ir_walk
 
-#: ``ElementalIrEmitter::OpInvalidatesCache``
-INVALIDATES_CACHE = frozenset({"concatenate", "dot", "dynamic-update-slice", "pad", "reduce",
-                               "reduce-window"})
 #: ``GpuHloCostAnalysis::kMaxIRSize``
 MAX_IR_SIZE = 10000
 
 
-@dataclass
-class IrInfo:
-    """IR size and basic-block splits of one instruction (a fusion: of its
-    body); ``emitted``: times each body instruction (parameters included)
-    is emitted."""
-
-    size: int
-    splits: int
-    emitted: dict = field(default_factory=dict)
-
-
-def ir_info(instr: Instruction) -> IrInfo:
+def ir_info(instr: Instruction, members=None) -> IrInfo:
+    """IR size of ``instr`` (a fusion: of its body, :func:`.model.ir_walk`);
+    ``emitted`` maps each fusion operand to the emissions of its parameter.
+    ``members(body)``: the fused-body cache of priority fusion, if any."""
     if instr.opcode != "fusion":
-        return IrInfo(1, int(instr.opcode in INVALIDATES_CACHE))
-    body = instr.fused_computation
-    root = body.root
-    roots: dict[Instruction, set] = {root: {root}}
-    root_size: dict[Instruction, int] = {root: 1}
-    emitted: dict[Instruction, int] = {}
-    size = splits = 0
-    for x in reversed(body.post_order()):  # users before operands
-        rs = roots.get(x, ())
-        n = sum(root_size[r] for r in rs)
-        emitted[x] = n
-        size += n
-        if x.opcode in INVALIDATES_CACHE:
-            splits += n
-        passes = x.opcode in ELEMENTWISE or x.opcode in ("tuple", "get-tuple-element")
-        for o in x.operands:
-            got = roots.get(o)
-            if got is None:
-                got = roots[o] = set()
-            if passes:
-                got.update(rs)
-            else:
-                got.add(o)
-                root_size[o] = root_size.get(o, 0) + n
-    return IrInfo(size, splits, emitted)
+        return IrInfo(1, int(instr.opcode in INVALIDATES_CACHE), {})
+    return ir_walk([instr], instr, members)
 
 
 def _prefix(name: str) -> tuple[str, str]:
@@ -113,7 +77,7 @@ def merged_too_large(producer: Instruction, consumer: Instruction, info=ir_info)
     replication = 1
     c = info(consumer)
     if consumer.opcode == "fusion":
-        replication = c.emitted.get(_param_reading(consumer, producer), 0)
+        replication = c.emitted.get(producer, 0)
     p = info(producer)
     if p.splits >= 1 and (replication > 1 or max_direct_users(producer, consumer) > 1):
         return True

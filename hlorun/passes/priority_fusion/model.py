@@ -78,11 +78,19 @@ def device_of(target: Target) -> Device:
     return DEVICES["H100"]
 
 
+_ELEMENTS: dict = {}  # shape (interned, hash cached) -> elements
+
+
 def _elements(instr: Instruction) -> int:
     s = instr.shape
-    if s.is_tuple:
-        return sum(math.prod(t.dimensions) for t in s.tuple_shapes if not t.is_tuple)
-    return math.prod(s.dimensions)
+    n = _ELEMENTS.get(s)
+    if n is None:
+        if s.is_tuple:
+            n = sum(math.prod(t.dimensions) for t in s.tuple_shapes if not t.is_tuple)
+        else:
+            n = math.prod(s.dimensions)
+        _ELEMENTS[s] = n
+    return n
 
 
 def _bytes(instr: Instruction) -> int:
@@ -111,6 +119,7 @@ class Estimate:
     threads: int
     kind: str
     uncoalesced: list[str] = field(default_factory=list)
+    ir: "IrInfo | None" = None
 
 
 class Units:
@@ -163,57 +172,140 @@ def _reads_per_eval(user: Instruction, operand_index: int) -> float:
     return 1.0
 
 
-def _utilization(u: "Units", root: Instruction, kind: str
-                 ) -> tuple[dict, dict, float, list[str]]:
+#: ``ElementalIrEmitter::OpInvalidatesCache``: ops that open basic blocks
+INVALIDATES_CACHE = frozenset({"concatenate", "dot", "dynamic-update-slice", "pad", "reduce",
+                               "reduce-window"})
+
+
+@dataclass(slots=True)
+class IrInfo:
+    """How often the emitter emits a fusion's instructions: ``size`` (all
+    emissions), ``splits`` (emissions of cache-invalidating ops) and
+    ``emitted``: per fusion operand, the emissions of its parameter."""
+
+    size: int
+    splits: int
+    emitted: dict
+
+
+@dataclass(slots=True)
+class _Walk:
+    evals: dict
+    ext_reads: dict
+    flops: float
+    uncoalesced: list
+    ir: IrInfo
+
+
+def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
     """Element evaluations per member, element reads per external operand,
-    flops and uncoalesced reads of one kernel: XLA's
+    flops, uncoalesced reads and IR size of one kernel: XLA's
     ``GpuHloCostAnalysis::FusionCalculateUtilizations``.
 
     The emitter computes an elementwise op once per element it is asked for,
     however many elementwise users ask (values are cached per index), so
     elementwise ops (and tuples) only pass their *use roots* on: an operand
-    is evaluated as often as the set of roots it reaches elementwise asks
-    for, not once per path (a threefry round DAG reads each value twice;
-    counting paths doubles the count per round).  A non-elementwise op
-    (broadcast, reduce, slice, concatenate, bitcast ...) makes each operand
-    a root of its own, asked for ``evals x reads per evaluation`` elements."""
-    roots: dict[Instruction, set] = {root: {root}}
-    asked: dict[Instruction, float] = {root: float(_elements(root))}  # per root
-    ext_roots: dict[Instruction, set] = {}
+    is evaluated as often as the roots it reaches elementwise ask for, not
+    once per path (a threefry round DAG reads each value twice; counting
+    paths doubles the count per round).  A non-elementwise op (broadcast,
+    reduce, slice, concatenate, bitcast ...) makes each operand a root of
+    its own.  Utilizations are relative (1 = every element once) as in XLA,
+    so the outputs of a multi-output fusion share their common values; an
+    instruction is *emitted* once per root too (the IR size)."""
+    util: dict[Instruction, float] = {root: 1.0}     # per root
+    size: dict[Instruction, int] = {root: 1}         # per root: times emitted
+    roots: dict[Instruction, frozenset] = {root: frozenset((root,))}
+    ext_roots: dict[Instruction, frozenset] = {}
     evals: dict[Instruction, float] = {}
     uncoalesced: list[str] = []
-    pos = {m: i for i, m in enumerate(u.members)}
-    order = sorted(u.members, key=lambda m: -pos[m])  # users before operands
+    # root sets are shared along elementwise chains and merged copy-on-write;
+    # a set's totals are fixed once its first member is reached (its roots
+    # are users, all visited before)
+    totals: dict[int, tuple[float, int]] = {}
+
+    def total(rs: frozenset) -> tuple[float, int]:
+        t = totals.get(id(rs))
+        if t is None:
+            if len(rs) == 1:
+                for r in rs:
+                    t = (util[r], size[r])
+            else:
+                t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
+            totals[id(rs)] = t
+        return t
+
+    member_set = u.member_set
+    resolve = u.resolve
+    elements = _ELEMENTS
     flops = 0.0
-    for m in order:
+    ir_size = splits = 0
+    for m in reversed(u.members):  # users before operands
         rs = roots.get(m)
         if rs is None:  # not reached from the root (e.g. a dead member)
-            rs = roots[m] = {m}
-            asked[m] = float(_elements(m))
-        n = evals[m] = sum(asked[r] for r in rs)
-        if m.opcode in ELEMENTWISE and m.opcode not in ("convert", "copy"):
-            flops += n
-        passes = m.opcode in ELEMENTWISE or (m.opcode == "tuple" and m is root)
+            rs = roots[m] = frozenset((m,))
+            util[m], size[m] = 1.0, 0
+        t = totals.get(id(rs))
+        if t is None:
+            if len(rs) == 1:
+                (r,) = rs
+                t = (util[r], size[r])
+            else:
+                t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
+            totals[id(rs)] = t
+        um, times = t
+        e_m = elements.get(m.shape)
+        n = evals[m] = um * (e_m if e_m is not None else _elements(m))
+        ir_size += times
+        op_m = m.opcode
+        if op_m in INVALIDATES_CACHE:
+            splits += times
+        if op_m in ELEMENTWISE:
+            if op_m != "convert" and op_m != "copy":
+                flops += n
+            passes = True
+        else:
+            passes = op_m == "tuple" or op_m == "get-tuple-element"
         for i, op in enumerate(m.operands):
-            src = u.resolve(op)
-            inside = src in u.member_set
-            if not inside and m.opcode == "transpose" and tiled_transpose(m) \
-                    and kind != "transpose":
-                uncoalesced.append(src.name)
-            target = roots if inside else ext_roots
+            src = op if op in member_set else resolve(op)
+            if src in member_set:
+                target = roots
+            else:
+                target = ext_roots
+                if op_m == "transpose" and kind != "transpose" and tiled_transpose(m):
+                    uncoalesced.append(src.name)
             got = target.get(src)
-            if got is None:
-                got = target[src] = set()
-            if passes and m.opcode != "tuple":
-                got.update(rs)
+            if passes:
+                if got is None:
+                    target[src] = rs
+                elif got is not rs and not rs <= got:
+                    target[src] = got | rs
                 continue
-            r = float(_elements(src)) if m.opcode == "tuple" else n * _reads_per_eval(m, i)
-            if m.opcode == "reduce" and i < len(m.operands) // 2:
-                flops += r
-            got.add(src)
-            asked[src] = asked.get(src, 0.0) + r
-    ext_reads = {src: sum(asked[r] for r in rs) for src, rs in ext_roots.items()}
-    return evals, ext_reads, flops, uncoalesced
+            reads = n * _reads_per_eval(m, i)
+            if op_m == "reduce" and i < len(m.operands) // 2:
+                flops += reads
+            if got is None:
+                target[src] = frozenset((src,))
+            elif src not in got:
+                target[src] = got | {src}
+            e_src = elements.get(src.shape)
+            if e_src is None:
+                e_src = _elements(src)
+            util[src] = util.get(src, 0.0) + (math.ceil(reads) / e_src if e_src else 0.0)
+            size[src] = size.get(src, 0) + times
+    ext_reads: dict[Instruction, float] = {}
+    emitted: dict[Instruction, int] = {}
+    for src, rs in ext_roots.items():
+        us, times = total(rs)
+        ext_reads[src] = us * _elements(src)
+        emitted[src] = times
+        ir_size += times
+    return _Walk(evals, ext_reads, flops, uncoalesced, IrInfo(ir_size, splits, emitted))
+
+
+def ir_walk(units: list[Instruction], root_unit: Instruction, members=None) -> IrInfo:
+    """The IR size part of :func:`_utilization` for ``units``."""
+    u = Units(units, members)
+    return _utilization(u, u.root_of(root_unit), "loop").ir
 
 
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
@@ -225,7 +317,8 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
     view = FusionView(u.members, root, None, _links(u))
     kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
         emitter_kind(FusionView.of(root_unit, members))
-    evals, ext_reads, flops, uncoalesced = _utilization(u, root, kind)
+    walk = _utilization(u, root, kind)
+    ext_reads, flops, uncoalesced = walk.ext_reads, walk.flops, walk.uncoalesced
     blocks, threads = launch_dims(kind, view, root)
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0
@@ -256,7 +349,7 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
     mem = read_s + write_s
     t = compute_s + mem - min(compute_s, mem) * MEMORY_COMPUTE_PARALLELISM
     return Estimate(t * 1e6, total_read, net_read, write_bytes, int(flops), blocks, threads, kind,
-                    uncoalesced)
+                    uncoalesced, walk.ir if len(units) == 1 else None)
 
 
 def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, int]:
