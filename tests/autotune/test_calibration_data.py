@@ -65,10 +65,13 @@ def test_fitted_model_on_held_out_gemms(device):
     s = evaluate(test, get_device(device))
     agree, n = s.agreement
     assert n >= 60
-    assert agree / n >= 0.90
-    assert s.median_rho >= 0.76 and s.median_rho_small >= 0.72
-    assert s.worst_decile_rho >= 0.35
-    assert s.chosen_within(0.25) >= 0.74
+    # measured (bench/autotune_calibration.py): H200 92.3%, 0.82, 0.82, 0.60, 78%;
+    # H100 95.0%, 0.79, 0.78, 0.43, 84%
+    lo = {"H200": (0.90, 0.80, 0.79, 0.55, 0.75), "H100": (0.93, 0.77, 0.76, 0.40, 0.81)}[device]
+    assert agree / n >= lo[0]
+    assert s.median_rho >= lo[1] and s.median_rho_small >= lo[2]
+    assert s.worst_decile_rho >= lo[3]
+    assert s.chosen_within(0.25) >= lo[4]
     # it ranks better than the same formula with unfitted constants, and
     # better than the fitted roofline terms without the neighbour correction
     assert s.median_rho > evaluate(test, get_device(device), PARAMS).median_rho
