@@ -31,6 +31,7 @@ REGISTRY: dict[str, str] = {
     "cublas-gemm-rewriter": "hlorun.passes.gemm_rewriter:GemmRewriter",
     "cudnn-fused-convolution-rewriter":
         "hlorun.passes.cudnn_fused_conv_rewriter:CudnnFusedConvRewriter",
+    "cudnn_pad_for_convolutions": "hlorun.passes.cudnn_pad_for_convolutions:CudnnPadForConvolutions",
     "dce": "hlorun.passes.dce:HloDCE",
     "dot-algorithm-rewriter": "hlorun.passes.dot_algorithm_rewriter:DotAlgorithmRewriter",
     "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",

@@ -47,17 +47,37 @@ def negative(window) -> bool:
     return any(w.padding_low < 0 or w.padding_high < 0 for w in window)
 
 
-def _pad(operand: Instruction, config) -> Instruction:
+def make_pad(operand: Instruction, config) -> Instruction:
     zero = make_constant(operand.parent, operand.shape.element_type, 0)
     dims = [d + lo + hi + max(d - 1, 0) * it for d, (lo, hi, it) in zip(operand.shape.dimensions, config)]
     return make("pad", Shape.array(operand.shape.element_type, dims), [operand, zero],
                 {"padding": format_padding(config)}, metadata_from=operand)
 
 
-def _slice(operand: Instruction, starts, limits) -> Instruction:
+def make_slice(operand: Instruction, starts, limits) -> Instruction:
     dims = [hi - lo for lo, hi in zip(starts, limits)]
     return make("slice", Shape.array(operand.shape.element_type, dims), [operand],
                 {"slice": format_slice([(lo, hi, 1) for lo, hi in zip(starts, limits)])})
+
+def rewire_elements(conv: Instruction, elements: list[Instruction]) -> None:
+    """Users of ``conv``'s tuple elements read ``elements``; ``conv`` goes."""
+    comp = conv.parent
+    for user in list(conv.users):
+        if user.opcode == "get-tuple-element":
+            user.replace_all_uses_with(elements[user.tuple_index])
+            comp.remove_instruction(user)
+    if conv.users or comp.root is conv:
+        tup = add_instruction(comp, Instruction("tuple", conv.shape, elements, "", {}))
+        conv.replace_all_uses_with(tup)
+    comp.remove_instruction(conv)
+
+
+def call_elements(call: Instruction) -> list[Instruction]:
+    """get-tuple-element of every element of ``call``."""
+    comp = call.parent
+    return [add_instruction(comp, Instruction("get-tuple-element", s, [call], "",
+                                              {"index": str(i)}))
+            for i, s in enumerate(call.shape.tuple_shapes)]
 
 
 @dataclass(frozen=True)
@@ -90,25 +110,6 @@ class ConvPaddingLegalization(Pass):
         self.remark(new, f"{conv.name}: {what}", derived_from=[conv])
         return new
 
-    @staticmethod
-    def _rewire(conv: Instruction, elements: list[Instruction]) -> None:
-        """Users of ``conv``'s elements read ``elements``; ``conv`` goes."""
-        comp = conv.parent
-        for user in list(conv.users):
-            if user.opcode == "get-tuple-element":
-                user.replace_all_uses_with(elements[user.tuple_index])
-                comp.remove_instruction(user)
-        if conv.users or comp.root is conv:
-            tup = add_instruction(comp, Instruction("tuple", conv.shape, elements, "", {}))
-            conv.replace_all_uses_with(tup)
-        comp.remove_instruction(conv)
-
-    def _elements(self, call: Instruction) -> list[Instruction]:
-        comp = call.parent
-        return [add_instruction(comp, Instruction("get-tuple-element", s, [call], "",
-                                                  {"index": str(i)}))
-                for i, s in enumerate(call.shape.tuple_shapes)]
-
     # -- the three kinds ----------------------------------------------------------------
     def _forward(self, conv: Instruction) -> bool:
         window = conv_window(conv)
@@ -125,7 +126,7 @@ class ConvPaddingLegalization(Pass):
                 w.padding_low = w.padding_low if w.padding_low < 0 else 0
                 w.padding_high = w.padding_high if w.padding_high < 0 else 0
                 w.base_dilation = 1
-            inp = _pad(inp, config)
+            inp = make_pad(inp, config)
         if negative(window):
             starts = [0] * inp.shape.rank
             limits = list(inp.shape.dimensions)
@@ -136,12 +137,12 @@ class ConvPaddingLegalization(Pass):
                 if w.padding_high < 0:
                     limits[d.input_spatial[i]] += w.padding_high
                     w.padding_high = 0
-            inp = _slice(inp, starts, limits)
+            inp = make_slice(inp, starts, limits)
         if any(w.window_dilation != 1 for w in window):
             config = [(0, 0, 0)] * kernel.shape.rank
             for i, w in enumerate(window):
                 config[d.kernel_spatial[i]] = (0, 0, w.window_dilation - 1)
-            kernel = _pad(kernel, config)
+            kernel = make_pad(kernel, config)
         for i, w in enumerate(window):
             w.size = kernel.shape.dimensions[d.kernel_spatial[i]]
             w.window_dilation = 1
@@ -163,7 +164,7 @@ class ConvPaddingLegalization(Pass):
             keep = min(w.padding_low, w.padding_high)
             config[d.input_spatial[i]] = (w.padding_low - keep, w.padding_high - keep, 0)
             w.padding_low = w.padding_high = keep
-        padded = _pad(inp, config)
+        padded = make_pad(inp, config)
         new = self._replace_call(conv, [padded, conv.operands[1]], window,
                                  what="uneven padding of the activations moved into a pad")
         conv.replace_all_uses_with(new)
@@ -192,6 +193,6 @@ class ConvPaddingLegalization(Pass):
                              conv.shape.tuple_shapes[1]])
         new = self._replace_call(conv, list(conv.operands), window, shape,
                                  what="uneven padding evened out; a slice crops the larger result")
-        out, scratch = self._elements(new)
-        self._rewire(conv, [_slice(out, starts, limits), scratch])
+        out, scratch = call_elements(new)
+        rewire_elements(conv, [make_slice(out, starts, limits), scratch])
         return True

@@ -92,7 +92,8 @@ def _fixture_cases(path):
     return [c for c in re.split(r"^// -----$", text, flags=re.M) if "convolution(" in c or "custom-call(" in c]
 
 
-_NUMERIC_CASES = [(name, i) for name in ("conv-rewriter", "conv-padding-legalization")
+_CONV_PASSES = ("conv-rewriter", "conv-padding-legalization", "cudnn_pad_for_convolutions")
+_NUMERIC_CASES = [(name, i) for name in _CONV_PASSES
                   for i in range(len(_fixture_cases(TESTDATA / "passes" / name
                                                     / f"{name.replace('-', '_')}.hlo")))]
 
@@ -100,8 +101,9 @@ _NUMERIC_CASES = [(name, i) for name in ("conv-rewriter", "conv-padding-legaliza
 @pytest.mark.parametrize("pass_name,case", _NUMERIC_CASES)
 def test_conv_passes_keep_the_numbers(pass_name, case):
     """Every fixture case of conv-rewriter (forward, backward input / filter,
-    strided, dilated, grouped, batch-grouped) and conv-padding-legalization
-    (uneven SAME padding, window dilation) computes the same values after
+    strided, dilated, grouped, batch-grouped), conv-padding-legalization
+    (uneven SAME padding, window dilation) and cudnn_pad_for_convolutions
+    (f16 features padded to 4 / 8) computes the same values after
     the pass, by the evaluator's cuDNN call semantics."""
     path = TESTDATA / "passes" / pass_name / f"{pass_name.replace('-', '_')}.hlo"
     text = _fixture_cases(path)[case]
