@@ -16,6 +16,7 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import (Shape, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
+from . import add as add_rules
 from . import dot as dot_rules
 from . import reduce as reduce_rules
 
@@ -247,6 +248,10 @@ class AlgsimpVisitor(DfsRewriteVisitor):
     # -- dot ---------------------------------------------------------------------------
     def handle_dot(self, dot: Instruction) -> None:
         dot_rules.handle_dot(self, dot)
+
+    # -- add ---------------------------------------------------------------------------
+    def handle_add(self, add: Instruction) -> None:
+        add_rules.handle_add(self, add)
 
     # -- reduce ------------------------------------------------------------------------
     def handle_reduce(self, reduce: Instruction) -> None:
