@@ -32,6 +32,7 @@ does is not implemented and left unchanged):
   transpose(broadcast(x)) -> broadcast(x) when x's dimensions keep their
   order; layout-sensitive: a transpose that is a bitcast becomes a bitcast;
 * convert / copy: no-op converts and copies removed;
+* add: see :mod:`.add` (A + 0 -> A; A + scatter-add(B) -> scatter-add(A + B));
 * reduce: see :mod:`.reduce` (XLA's HandleReduce: reduce of reduce,
   reshape, transpose, negate; count-keeping reduces become reshapes).
 
