@@ -18,6 +18,7 @@ from ...ir.shape import (Shape, inverse_permutation, reshape_is_bitcast, transpo
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import add as add_rules
 from . import dot as dot_rules
+from . import minmax as minmax_rules
 from . import reduce as reduce_rules
 
 if TYPE_CHECKING:
@@ -95,6 +96,13 @@ class AlgsimpVisitor(DfsRewriteVisitor):
 
     def new(self, opcode: str, shape: Shape, operands: list[Instruction], **attrs) -> Instruction:
         return Instruction(opcode, shape, operands, "", dict(attrs))
+
+    # -- maximum / minimum ------------------------------------------------------------
+    def handle_maximum(self, instr: Instruction) -> None:
+        minmax_rules.simplify(self, instr, lowest=True)
+
+    def handle_minimum(self, instr: Instruction) -> None:
+        minmax_rules.simplify(self, instr, lowest=False)
 
     # -- convert / copy ---------------------------------------------------------------
     def handle_convert(self, convert: Instruction) -> None:

@@ -1,0 +1,89 @@
+"""XLA AlgebraicSimplifier's HandleMaximum / HandleMinimum identity rules
+(the clamp and monotone-function rewrites are not implemented):
+
+* ``max(x, x)`` / ``min(x, x)`` -> ``x``;
+* ``max(x, lowest)`` -> ``x`` and ``min(x, highest)`` -> ``x`` (lowest /
+  highest: -inf / +inf for floating types with infinities, else the type's
+  extreme), for integers always and for floating types when min/max
+  propagate NaN (XLA:GPU's default: ``--xla_gpu_enable_fast_min_max`` off);
+  the constant may be broadcast -- JAX's ``log_softmax`` writes
+  ``max(reduce_max(x), -inf)``;
+* ``max(max(x, y), y)`` and ``max(max(x, y), x)`` -> the inner max;
+  ``max(x, max(x, y))`` -> the inner max; ``max(y, max(x, y))`` ->
+  ``max(y, x)`` (NaNs of different sign forbid more); the same for min.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.literal import numpy_dtype
+from ...ir.module import Instruction
+from ...ir.shape import is_floating, is_integral
+
+
+def extreme(element_type: str, lowest: bool):
+    """``LiteralUtil::MinValue`` / ``MaxValue`` as a numpy scalar, or None."""
+    try:
+        dt = numpy_dtype(element_type)
+    except Exception:
+        return None
+    if element_type == "pred":
+        return np.bool_(not lowest)
+    if is_integral(element_type):
+        info = np.iinfo(dt)
+        return dt.type(info.min if lowest else info.max)
+    if is_floating(element_type):
+        try:
+            import ml_dtypes
+            info = ml_dtypes.finfo(dt)
+        except Exception:
+            info = np.finfo(dt)
+        inf = dt.type(np.inf)
+        if np.isinf(np.float64(inf)):
+            return dt.type(-np.inf if lowest else np.inf)
+        return dt.type(info.min if lowest else info.max)
+    return None
+
+
+def is_all(op: Instruction, value) -> bool:
+    """``IsAll(op, literal)``: broadcasts unwrapped to a constant whose
+    elements all equal ``value``."""
+    while op.opcode == "broadcast":
+        op = op.operands[0]
+    if op.opcode != "constant" or op.literal is None or value is None:
+        return False
+    try:
+        arr = np.asarray(op.literal.value)
+    except Exception:
+        return False
+    return arr.size > 0 and bool(np.all(arr == value))
+
+
+def simplify(visitor, instr: Instruction, lowest: bool, propagate_nan: bool = True) -> bool:
+    """Apply the rules to a ``maximum`` (``lowest`` True) or ``minimum``."""
+    lhs, rhs = instr.operands
+    op = instr.opcode
+    if lhs is rhs:
+        visitor.replace_with_operand(instr, lhs)
+        return True
+    t = instr.shape.element_type
+    if is_integral(t) or (is_floating(t) and propagate_nan):
+        lt, rt = lhs.shape.element_type, rhs.shape.element_type
+        if rt == t and is_all(lhs, extreme(lt, lowest)):
+            visitor.replace_with_operand(instr, rhs)
+            return True
+        if lt == t and is_all(rhs, extreme(rt, lowest)):
+            visitor.replace_with_operand(instr, lhs)
+            return True
+    if lhs.opcode == op and rhs in lhs.operands:
+        visitor.replace_with_operand(instr, lhs)
+        return True
+    if rhs.opcode == op and rhs.operands[0] is lhs:
+        visitor.replace_with_operand(instr, rhs)
+        return True
+    if rhs.opcode == op and rhs.operands[1] is lhs:
+        instr.set_operand(1, rhs.operands[0])
+        visitor.mark_changed()
+        return True
+    return False
