@@ -188,7 +188,10 @@ class Estimate:
     def to_json(self) -> dict[str, Any]:
         return {"ns": round(self.ns, 1), "waves": self.waves, "occupancy": self.occupancy,
                 "bound": self.bound, "parts_us": {k: round(v, 3) for k, v in self.parts.items()},
-                "why": self.why()}
+                "why": self.why(),
+                "measured_correction": None if self.correction is None else {
+                    "factor": round(self.correction.factor, 4), "neighbours": self.correction.neighbours,
+                    "nearest": self.correction.nearest}}
 
     def why(self) -> str:
         """One line: what bounds the estimate, and the terms behind it."""

@@ -58,7 +58,7 @@ def position(batch: int, m: int, n: int, k: int) -> tuple[float, float, float, f
 class Correction:
     factor: float
     neighbours: int
-    nearest: str           # the nearest calibrated shape, "b x m x n x k"
+    nearest: str           # the nearest calibrated shape, "m x n x k [batch b]"
     distance: float
 
     def describe(self) -> str:
@@ -99,7 +99,8 @@ class Table:
             w = np.exp(-d[o] / s.scale)
             f = math.exp(float((w * res[o]).sum() / (w.sum() + shrink)))
             b0, m0, n0, k0 = (int(x) for x in shapes[o[0]])
-            out = Correction(f, len(o), f"{b0}x{m0}x{n0}x{k0}", float(d[o[0]]))
+            near = f"{m0}x{n0}x{k0}" + (f" batch {b0}" if b0 > 1 else "")
+            out = Correction(f, len(o), near, float(d[o[0]]))
         if len(self._memo) > 65536:
             self._memo.clear()
         self._memo[key] = out

@@ -73,6 +73,9 @@ def explain_lines(records: Iterable[dict[str, Any]], pattern: str | None = None)
             lines.append(f"  note: {n}")
         w = r.get("winner")
         if w:
+            est = w.get("estimate") or {}
+            if est.get("why"):
+                lines.append(f"  winner {w.get('label', '')}: {_us(est.get('ns'))}, {est['why']}")
             for n in w.get("notes", []):
                 lines.append(f"  winner: {n}")
         rc = r.get("rejection_cost")
