@@ -14,7 +14,7 @@ from ...ir.build import permute_dimensions
 from ...ir.literal import Literal
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
-from ...ir.shape import (Shape, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
+from ...ir.shape import (Shape, bit_width, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import add as add_rules
 from . import dot as dot_rules
@@ -207,6 +207,9 @@ class AlgsimpVisitor(DfsRewriteVisitor):
                 continue
             if user.opcode in ("copy", "fusion") or user.opcode not in ELEMENTWISE:
                 continue
+            if user.opcode == "bitcast-convert" and bit_width(user.shape.element_type) != \
+                    bit_width(user.operands[0].shape.element_type):
+                continue  # changes the shape: not elementwise (HloInstruction::IsElementwise)
             if not all(o is bcast or (o.opcode == "broadcast" and o.operands[0].shape.is_array
                                       and o.operands[0].shape.rank == 0) for o in user.operands):
                 continue
