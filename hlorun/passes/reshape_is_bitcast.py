@@ -43,12 +43,14 @@ def _bad(instr: Instruction) -> bool:
 
 class _State:
     """The incremental check's view: how many fusion instructions call each
-    computation, and the offending reshapes outside fused computations."""
+    computation, the module's reshapes, and the offending ones outside
+    fused computations."""
 
     def __init__(self, module: Module, gen: int) -> None:
         self.module = module
         self.gen = gen
         self.fusers: dict[Computation, int] = {}
+        self.reshapes: set[Instruction] = set()
         self.bad: set[Instruction] = set()
         reshapes = []
         for comp in module.computations:
@@ -60,6 +62,7 @@ class _State:
                         self.fusers[c] = self.fusers.get(c, 0) + 1
                 elif op == "reshape" and instr.operands:
                     reshapes.append((comp, instr))
+                    self.reshapes.add(instr)
         for comp, instr in reshapes:
             if comp not in self.fusers and _bad(instr):
                 self.bad.add(instr)
@@ -76,31 +79,44 @@ class _State:
             self.fusers.pop(c, None)
 
     def update(self, ch: Changes, tracker: ModuleTracker) -> None:
+        """A reshape's verdict reads its shape, its operand's shape and
+        whether its computation is fused: recheck the reshapes that changed,
+        whose operand changed, or whose computation's fusion callers came
+        or went."""
         flipped: set[Computation] = set()
+        old_rows = ch.old_rows
+        reshapes = self.reshapes
         for i in ch.removed:
+            reshapes.discard(i)
             self.bad.discard(i)
-            r = ch.old_rows.get(i)
-            if r is not None:
-                self._count(_fused_callee(r[ROW_BASE][1], r[ROW_ATTRS]), -1, flipped)
-        recheck: set[Instruction] = set()
-        for i in ch.instructions:
-            r = ch.old_rows.get(i)
-            if r is not None:
-                self._count(_fused_callee(r[ROW_BASE][1], r[ROW_ATTRS]), -1, flipped)
-            self._count(_fused_callee(i.opcode, i.attrs), +1, flipped)
-            recheck.add(i)
-            recheck.update(i._users)  # they read its shape
+            r = old_rows.get(i)
+            if r is not None and r[ROW_BASE][1] == "fusion":
+                self._count(_fused_callee("fusion", r[ROW_ATTRS]), -1, flipped)
+        changed = ch.instructions
+        for i in changed:
+            r = old_rows.get(i)
+            if r is not None and r[ROW_BASE][1] == "fusion":
+                self._count(_fused_callee("fusion", r[ROW_ATTRS]), -1, flipped)
+            op = i.opcode
+            if op == "fusion":
+                self._count(_fused_callee(op, i.attrs), +1, flipped)
+            if op == "reshape" and i.operands:
+                reshapes.add(i)
+            else:
+                reshapes.discard(i)
+                self.bad.discard(i)
+        moved = set()
         for c in flipped:
             if c.module is self.module:
-                recheck.update(c._instructions)
+                moved.update(c._instructions)
         container = tracker.container
-        for i in recheck:
-            comp = container(i)
-            if comp is not None and i.opcode == "reshape" and i.operands \
-                    and comp not in self.fusers and _bad(i):
-                self.bad.add(i)
-            else:
-                self.bad.discard(i)
+        for i in reshapes:
+            if i in changed or i.operands[0] in changed or i in moved:
+                comp = container(i)
+                if comp is not None and comp not in self.fusers and _bad(i):
+                    self.bad.add(i)
+                else:
+                    self.bad.discard(i)
 
 
 class ReshapeIsBitcast(Checker):
