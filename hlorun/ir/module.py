@@ -389,30 +389,29 @@ class Computation:
         order: list[Instruction] = []
         visited: dict[Instruction, int] = {}  # 1 visiting, 2 done
         push_order = order.append
+        get = visited.get
         for root in self._instructions:
-            if root._users:
+            if root._users or root in visited:
                 continue
-            if visited.get(root) == 2:
-                continue
+            # Operands are pushed even when already done (in C, reversed);
+            # a done instruction reaching the top is just dropped, which is
+            # what filtering it out when pushing did.
             stack = [root]
             pop = stack.pop
-            push = stack.append
+            extend = stack.extend
             while stack:
                 cur = stack[-1]
-                st = visited.get(cur)
+                st = get(cur)
                 if st is None:
                     visited[cur] = 1
                     ops = cur.operands
-                    for i in range(len(ops) - 1, -1, -1):
-                        o = ops[i]
-                        if visited.get(o) != 2:
-                            push(o)
-                    for p in cur.control_predecessors:
-                        if visited.get(p) != 2:
-                            push(p)
+                    if ops:
+                        extend(ops[::-1])
+                    if cur.control_predecessors:
+                        extend(cur.control_predecessors)
                 else:
                     pop()
-                    if st != 2:
+                    if st == 1:
                         visited[cur] = 2
                         push_order(cur)
         if len(order) != len(self._instructions):

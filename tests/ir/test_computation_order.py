@@ -78,3 +78,56 @@ def test_files_exercise_nested_calls():
         m = load_module(str(path))
         nested += sum(1 for c in m.computations if len(embedded_computations(c)) >= 2)
     assert nested > 10
+
+
+def _instruction_post_order(comp) -> list:
+    """``MakeInstructionPostOrder`` written directly: operands (first to
+    last) then control predecessors, each only while not yet done."""
+    order: list = []
+    visited: dict = {}
+    for root in comp._instructions:
+        if root._users or visited.get(root) == 2:
+            continue
+        stack = [root]
+        while stack:
+            cur = stack[-1]
+            st = visited.get(cur)
+            if st is None:
+                visited[cur] = 1
+                for o in reversed(cur.operands):
+                    if visited.get(o) != 2:
+                        stack.append(o)
+                for p in cur.control_predecessors:
+                    if visited.get(p) != 2:
+                        stack.append(p)
+            else:
+                stack.pop()
+                if st != 2:
+                    visited[cur] = 2
+                    order.append(cur)
+    seen = set(order)
+    order.extend(i for i in comp._instructions if i not in seen)
+    return order
+
+
+POST_ORDER_FILES = FILES + sorted(
+    (Path(__file__).resolve().parents[2] / "testdata").glob("xla_verifier/*Deadlock*.hlo")) + [
+    Path(__file__).resolve().parents[2] / "testdata" / "transformer" / "jax_4layer_train_step.hlo.gz"]
+
+
+@pytest.mark.parametrize("path", POST_ORDER_FILES, ids=lambda p: p.name[:50])
+def test_instruction_post_order_is_the_definition(path):
+    """Computation.post_order pushes done operands too (in C) and drops them
+    when they reach the top; the order is the direct definition's,
+    control predecessors included."""
+    m = load_module(str(path))
+    for comp in m.computations:
+        assert comp.post_order() == _instruction_post_order(comp)
+
+
+def test_post_order_files_have_control_predecessors_and_shared_operands():
+    found = False
+    for path in POST_ORDER_FILES:
+        m = load_module(str(path))
+        found |= any(i.control_predecessors for i in m.instructions())
+    assert found
