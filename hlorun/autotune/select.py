@@ -156,8 +156,11 @@ class Decision:
                 "tflops_rejected": round(flops / best.hypothetical.ns / 1e3, 1) if flops else None,
                 "tflops_winner": round(flops / self.winner.ns / 1e3, 1) if flops else None}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, candidate_json=None) -> dict[str, Any]:
+        """``candidate_json(c)``: the JSON of a candidate (default
+        ``c.to_json()``; the autotuner passes a per-run memo)."""
         p = self.problem
+        cj = candidate_json or (lambda c: c.to_json())
         return {
             "instruction": self.instruction,
             "problem": p.to_json() if p is not None else None,
@@ -172,7 +175,7 @@ class Decision:
             "considered": len(self.candidates), "feasible": len(self.feasible),
             "rejected": [{"label": c.label, "reasons": c.reasons} for c in self.rejected],
             "rejection_cost": self.rejection_cost(),
-            "candidates": [c.to_json() for c in self.candidates],
+            "candidates": [cj(c) for c in self.candidates],
             "measured_ns": {k: round(v, 1) for k, v in self.measured.items()},
             "notes": list(self.notes),
         }

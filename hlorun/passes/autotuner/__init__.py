@@ -41,6 +41,13 @@ from ...errors import PassError, UsageError
 from ..base import Pass, Target
 
 MODES = ("model", "noisy")
+
+
+def _problem_key(p: GemmProblem) -> tuple:
+    """Everything of ``p`` the candidates can depend on (all but its name)."""
+    return tuple(getattr(p, f.name) if f.name != "epilogue_operands" else
+                 tuple((e.name, e.shape, e.kind, e.transposed) for e in p.epilogue_operands)
+                 for f in fields(p) if f.name != "name")
 SAMPLINGS = ("xla", "fair", "each")
 
 
@@ -204,9 +211,16 @@ class Autotuner(Pass):
                     for c in i.called_computations():
                         callers[c] = callers.get(c, 0) + 1
         object.__setattr__(self, "_callers", callers)
+        # per run: candidates by GEMM identity, candidates' JSON by candidate
+        object.__setattr__(self, "_memo", {})
+        object.__setattr__(self, "_json", {})
         changed = False
-        for g in gemms:
-            changed |= self.tune(g, d, cache, xres)
+        try:
+            for g in gemms:
+                changed |= self.tune(g, d, cache, xres)
+        finally:
+            self._memo.clear()
+            self._json.clear()
         cache.save()
         if self.infeasible:
             forced = sum(1 for dec in self.decisions if dec.source == "forced")
@@ -244,6 +258,21 @@ class Autotuner(Pass):
         reasons = list(dict.fromkeys(reasons))
         return cands, reasons or [f"{force.backend} offers no algorithm for this GEMM"]
 
+    def shared_candidates(self, g: Instruction, p: GemmProblem, d: DeviceSpec,
+                          key: str) -> list[Candidate]:
+        """``candidates(g, p, d, None)``, memoised for the run: GEMMs with
+        the same canonical body and problem (every layer of a transformer)
+        get the same candidates, computed once.  The list is fresh; the
+        candidates are shared (read-only from here on)."""
+        memo = getattr(self, "_memo", None)
+        if memo is None:
+            return self.candidates(g, p, d, None)
+        mk = (key, g.opcode, g.custom_call_target, _problem_key(p))
+        got = memo.get(mk)
+        if got is None:
+            got = memo[mk] = self.candidates(g, p, d, None)
+        return list(got)
+
     def tune(self, g: Instruction, d: DeviceSpec, cache: Cache, xres: XlaResults | None) -> bool:
         p = gemm_problem(g)
         dot = find_dot(g.fused_computation) if g.opcode == "fusion" else None
@@ -268,8 +297,10 @@ class Autotuner(Pass):
                 force = None  # autotune this one as if nothing were forced
                 cands = self.candidates(g, p, d, None)
         else:
-            cands = self.candidates(g, p, d, None)
+            cands = None
         key = gemm_key(g, d.name)
+        if cands is None:
+            cands = self.shared_candidates(g, p, d, key)
         dec = None
         xla_note = None
         if force is None:
@@ -311,13 +342,24 @@ class Autotuner(Pass):
                                     {"instruction": g.name, "device": d.name, "shape": p.shape_text,
                                      "types": p.types_text, "estimate_ns": round(dec.winner.ns, 1)}))
         self.decisions.append(dec)
-        self._record(dict(device=d.name, **dec.to_json(),
+        self._record(dict(device=d.name, **dec.to_json(self._candidate_json),
                           **({"force_infeasible": infeasible.to_json()} if infeasible else {})))
         self.remark(g, self.summary(dec, d), kind="applied", derived_from=[dot] if dot else [],
                     backend=dec.winner.backend, winner=dec.winner.label)
         for c in dec.rejected:
             self.remark(g, f"rejected {c.label}: {'; '.join(c.reasons)}", kind="missed")
         return self.apply(g, dec.winner, d)
+
+    def _candidate_json(self, c: Candidate) -> dict[str, Any]:
+        """``c.to_json()``, once per shared candidate in a run (records of
+        GEMMs with the same candidates share these read-only dicts)."""
+        memo = getattr(self, "_json", None)
+        if memo is None:
+            return c.to_json()
+        got = memo.get(id(c))
+        if got is None or got[0] is not c:
+            got = memo[id(c)] = (c, c.to_json())
+        return got[1]
 
     def _record(self, data: dict[str, Any]) -> None:
         record = getattr(self, "record", None)   # Pass.record (pass manager), when present
