@@ -61,7 +61,7 @@ from .ir_size import ir_info, merged_too_large
 from .model import LAUNCH_US, Estimate, device_of, estimate
 from .scatter import scatter_refusal
 from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
-                     unit_refusal)
+                     unit_refusal, unit_summary)
 
 MAX_PARAMETERS = 96
 INF = float("inf")
@@ -121,6 +121,7 @@ class _Queue:
         self.facts: dict[Instruction, tuple[bool, str]] = {}
         self.triton_facts: dict[Instruction, str | None] = {}
         self.ir_infos: dict = {}
+        self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:
@@ -133,13 +134,25 @@ class _Queue:
 
     def _estimate_alone(self, instr: Instruction) -> Estimate:
         if is_generic_triton_fusion(instr):
-            return triton_estimate([instr], instr, self.device, self.members)
+            return triton_estimate([instr], instr, self.device, self.members, self.summary)
         return estimate([instr], instr, self.device, self.members)
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
         if involves_triton(producer, consumer):
-            return triton_estimate([producer, consumer], consumer, self.device, self.members)
+            return triton_estimate([producer, consumer], consumer, self.device, self.members,
+                                   self.summary)
         return estimate([producer, consumer], consumer, self.device, self.members)
+
+    @property
+    def summary(self):
+        """The Triton unit-summary cache for triton_estimate (None: no cache)."""
+        return None if self.bodies is None else self._summary
+
+    def _summary(self, unit: Instruction) -> tuple[int, dict]:
+        got = self.triton_sums.get(unit)
+        if got is None:
+            got = self.triton_sums[unit] = unit_summary(unit, self._members)
+        return got
 
     @property
     def members(self):
@@ -193,6 +206,7 @@ class _Queue:
         self.facts.pop(instr, None)
         self.triton_facts.pop(instr, None)
         self.ir_infos.pop(instr, None)
+        self.triton_sums.pop(instr, None)
         if self.bodies is not None and instr.opcode == "fusion":
             self.bodies.pop(instr.fused_computation, None)
 
@@ -418,6 +432,8 @@ class _Queue:
             fusion = create_fusion(consumer, kind)
             self._forget_facts(consumer)
             replace_with_fusion(consumer, fusion)
+            for u in fusion._users:  # their operand changed: summaries name operands
+                self.triton_sums.pop(u, None)
             self.costs.forget(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")

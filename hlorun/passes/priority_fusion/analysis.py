@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
@@ -66,9 +67,20 @@ def fusible_computations(module) -> list:
 
 def fusion_backend_kind(instr: Instruction) -> str | None:
     """``fusion_backend_config.kind`` of a fusion ("__triton_gemm", ...)."""
-    if instr.opcode != "fusion" or "backend_config" not in instr.attrs:
+    if instr.opcode != "fusion":
         return None
-    cfg = instr.backend_config
+    text = instr.attrs.get("backend_config")
+    if text is None:
+        return None
+    return _backend_kind(text) if text else None
+
+
+@lru_cache(maxsize=4096)
+def _backend_kind(text: str):
+    """The backend kind in a backend config's text (parsed once per text:
+    priority fusion asks for every pair it considers)."""
+    from ...ir.attrs import parse_backend_config
+    cfg = parse_backend_config(text)
     if isinstance(cfg, dict):
         return (cfg.get("fusion_backend_config") or {}).get("kind")
     return None

@@ -67,9 +67,9 @@ def _bytes(shape) -> int:
     return math.prod(shape.dimensions) * byte_width(shape.element_type) if shape.is_array else 0
 
 
-def triton_estimate(units: list[Instruction], root_unit: Instruction, device: Device,
-                    members=None) -> Estimate:
-    u = Units(units, members)
+def _flops_and_reads(u: Units) -> tuple[int, dict[Instruction, int]]:
+    """The flops of ``u``'s members and the bytes of each value they read
+    from outside (constants excluded)."""
     reads: dict[Instruction, int] = {}
     flops = 0
     for m in u.members:
@@ -81,12 +81,39 @@ def triton_estimate(units: list[Instruction], root_unit: Instruction, device: De
             src = u.resolve(op)
             if src not in u.member_set and not (src.opcode == "constant"):
                 reads[src] = _bytes(src.shape)
+    return flops, reads
+
+
+def unit_summary(unit: Instruction, members=None) -> tuple[int, dict[Instruction, int]]:
+    """``(flops, reads)`` of one unit alone.  A set of units sums the flops
+    and unites the reads, less the units themselves (a unit reading another
+    reads it inside the fusion): :func:`triton_estimate`'s ``summary``.  The
+    reads name the unit's operands, so a summary is stale once they change."""
+    return _flops_and_reads(Units([unit], members))
+
+
+def triton_estimate(units: list[Instruction], root_unit: Instruction, device: Device,
+                    members=None, summary=None) -> Estimate:
+    """``summary``: :func:`unit_summary` or a cache of it (same result)."""
+    root = root_unit.fused_computation.root if root_unit.opcode == "fusion" else root_unit
+    if summary is None:
+        flops, reads = _flops_and_reads(Units(units, members))
+    elif len(units) == 1:
+        flops, reads = summary(units[0])
+    else:
+        flops, reads = 0, {}
+        for unit in units:
+            f, r = summary(unit)
+            flops += f
+            reads.update(r)
+        for unit in units:
+            reads.pop(unit, None)
     read = sum(reads.values())
-    write = _bytes(u.root_of(root_unit).shape)
+    write = _bytes(root.shape)
     mem_s = (read + write) / device.bandwidth
     compute_s = flops / (device.cores * device.fpus_per_core * device.clock_ghz * 2) * 1e-9
     t = max(mem_s, compute_s) + min(mem_s, compute_s) * 0.05
-    out = max(1, math.prod(u.root_of(root_unit).shape.dimensions))
+    out = max(1, math.prod(root.shape.dimensions))
     return Estimate(t * 1e6, read, read, write, int(flops), max(1, out // 1024), 128, "triton")
 
 
@@ -109,4 +136,4 @@ def triton_backend_config(fusion: Instruction, *sources: Instruction) -> None:
 
 
 __all__ = ["can_fuse_triton", "involves_triton", "triton_backend_config", "triton_estimate",
-           "unit_refusal"]
+           "unit_refusal", "unit_summary"]
