@@ -458,7 +458,7 @@ class Module:
         #: The text used compact get-tuple-element operands (``%x#0``);
         #: printing follows suit.
         self.compact_gte = False
-        self._names: set[str] | None = None
+        self._names: _Names | None = None
         self._name_counters: dict[str, int] = {}
 
     def __repr__(self) -> str:
@@ -629,9 +629,12 @@ class Module:
         return k + 1, offset - start + 1
 
     # -- names --------------------------------------------------------------------------
-    def _all_names(self) -> set[str]:
+    def _all_names(self) -> "_Names":
+        """Every name in use (``in``, ``add``, ``update``); set to None to
+        forget the names of what is no longer in the module."""
         if self._names is None:
-            self._names = {i.name for c in self.computations for i in c._instructions}
+            self._names = _Names((i.name for c in self.computations for i in c._instructions),
+                                 self._name_counters)
             self._names.update(c.name for c in self.computations)
         return self._names
 
@@ -644,18 +647,18 @@ class Module:
         """XLA NameUniquer style: ``base`` if unused, else ``base.N``."""
         names = self._all_names()
         base = base.lstrip("%") or "instr"
-        m = self._SUFFIX.match(base)
-        root = m.group(1) if m else base
         if base not in names:
             names.add(base)
             return base
+        m = self._SUFFIX.match(base)
+        root = m.group(1) if m else base
         n = self._name_counters.get(root, 0)
+        given = names.given
         while True:
             n += 1
             cand = f"{root}.{n}"
-            if cand not in names:
+            if cand not in given:  # above the counter: only a given name can hold it
                 self._name_counters[root] = n
-                names.add(cand)
                 return cand
 
     # -- header -----------------------------------------------------------------------
@@ -670,6 +673,43 @@ class Module:
     def set_entry_computation_layout(self, params: Sequence[Shape], result: Shape) -> None:
         from .attrs import format_computation_layout
         self.header_attrs["entry_computation_layout"] = format_computation_layout(params, result)
+
+
+class _Names:
+    """The names used in a module, as XLA's NameUniquer keeps them, without
+    storing every generated name: ``given`` holds the names present when it
+    was built and those added since; a name ``unique_name`` generated is
+    ``root.k`` with ``k`` up to the root's counter (``counters``, shared
+    with the module), so it is in use when ``start[root] < k <=
+    counters[root]`` (``start``: the counters when this was built).  A
+    fused module generates one name per clone; keeping them all was ~8% of
+    the pipeline's memory."""
+
+    __slots__ = ("given", "counters", "start")
+
+    def __init__(self, names: Iterable[str], counters: dict[str, int]):
+        self.given = set(names)
+        self.counters = counters
+        self.start = dict(counters)
+
+    def __contains__(self, name: str) -> bool:
+        if name in self.given:
+            return True
+        m = Module._SUFFIX.match(name)
+        if m is None:
+            return False
+        root, digits = m.groups()
+        hi = self.counters.get(root)
+        if hi is None:
+            return False
+        k = int(digits)
+        return self.start.get(root, 0) < k <= hi and str(k) == digits
+
+    def add(self, name: str) -> None:
+        self.given.add(name)
+
+    def update(self, names: Iterable[str]) -> None:
+        self.given.update(names)
 
 
 _NO_CALLS: list[list[Computation]] = []  # shared, never mutated

@@ -40,7 +40,7 @@ class Target:
         return self.platform == "cuda"
 
 
-@dataclass
+@dataclass(slots=True)
 class Remark:
     """One decision a pass made (or declined to make), on one instruction.
 
