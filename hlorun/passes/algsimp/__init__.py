@@ -33,6 +33,7 @@ does is not implemented and left unchanged):
   order; layout-sensitive: a transpose that is a bitcast becomes a bitcast;
 * convert / copy: no-op converts and copies removed;
 * add: see :mod:`.add` (A + 0 -> A; A + scatter-add(B) -> scatter-add(A + B));
+* reverse of size-1 dimensions only: removed;
 * maximum / minimum: identities (``max(x, x)``, ``max(x, -inf)``,
   ``max(max(x, y), y)`` ...), see :mod:`.minmax`;
 * reduce: see :mod:`.reduce` (XLA's HandleReduce: reduce of reduce,

@@ -104,6 +104,13 @@ class AlgsimpVisitor(DfsRewriteVisitor):
     def handle_minimum(self, instr: Instruction) -> None:
         minmax_rules.simplify(self, instr, lowest=False)
 
+    # -- reverse --------------------------------------------------------------------
+    def handle_reverse(self, reverse: Instruction) -> None:
+        """``HandleReverse``: reversing only size-1 dimensions does nothing
+        (a 1x1 filter's reverse in a convolution gradient)."""
+        if all(reverse.shape.dimensions[d] == 1 for d in reverse.dimensions):
+            self.replace_with_operand(reverse, reverse.operands[0])
+
     # -- convert / copy ---------------------------------------------------------------
     def handle_convert(self, convert: Instruction) -> None:
         op = convert.operands[0]
