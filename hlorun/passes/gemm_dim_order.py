@@ -112,6 +112,8 @@ def to_operand(instr: Instruction, order: Order, operand_index: int = 0) -> Orde
         return _reshape(instr.shape, order, op.shape)
     if instr.opcode == "broadcast":
         return {j: order[d] for j, d in enumerate(instr.dimensions)}
+    if instr.opcode == "concatenate":
+        return _concatenate_operand(instr, order, operand_index)
     if instr.opcode in ELEMENTWISE or instr.opcode in ("slice", "copy"):
         if op.shape.is_array and op.shape.rank == instr.shape.rank:
             if instr.opcode == "slice":
@@ -121,6 +123,28 @@ def to_operand(instr: Instruction, order: Order, operand_index: int = 0) -> Orde
             return dict(order)
         return {}
     return None
+
+
+#: XLA's kMinConcatFragmentSize: every concatenated piece must be a whole
+#: number of tiles along the concatenated dimension.
+MIN_CONCAT_FRAGMENT = 64
+
+
+def _concatenate_operand(instr: Instruction, order: Order, k: int) -> Order | None:
+    """A concatenate joins a GEMM fusion only along the operand's one
+    non-contracting dimension, unsplit, with pieces that are multiples of
+    64 elements (triton_tiling_propagation: "Unsupported concatenation",
+    "Concatenations on split non-contracting dimensions are unsupported")."""
+    dim = instr.dimensions[0]
+    nc = [(d, f) for d, frags in order.items() for f in frags if f[0][0] == "n" and f[1] != 1]
+    if len(nc) != 1 or nc[0][0] != dim or len([f for f in order[dim] if f[1] != 1]) != 1:
+        return None
+    if any(o.shape.dimensions[dim] % MIN_CONCAT_FRAGMENT for o in instr.operands):
+        return None
+    out = dict(order)
+    label = nc[0][1][0]
+    out[dim] = [(label, instr.operands[k].shape.dimensions[dim])]
+    return out
 
 
 def to_user(user: Instruction, src: Instruction, order: Order) -> Order | None:

@@ -31,8 +31,10 @@ candidate whose operand would interleave the pieces of one dot dimension
 with another (attention's head transpose in front of a dot batched over
 (batch, heads)) is not fused, nor is such a consumer.  Simplification
 (stated, not hidden): XLA's other tiling requirements (splits of the
-non-contracting dimension, slices of split dimensions) are not checked, and
-concatenates are not fused.  Every skipped dot gets a ``missed`` remark with the reason.
+non-contracting dimension, slices of split dimensions) are not checked.
+Concatenates join along the operand's non-contracting dimension only
+(pieces of 64 elements or more, see :mod:`.gemm_dim_order`); instructions
+that feed a concatenate or dynamic slice are never fused.  Every skipped dot gets a ``missed`` remark with the reason.
 
 Postcondition: every Triton-supported dot above the size threshold in a
 fusible computation is inside a ``__triton_gemm`` fusion.
@@ -134,7 +136,7 @@ class GemmFusion(Pass):
         if i.opcode == "bitcast":
             return None if i.shape.element_type == i.operands[0].shape.element_type \
                 else "bitcast-convert is not supported"
-        if i.opcode in ("transpose", "slice", "reshape", "broadcast", "parameter"):
+        if i.opcode in ("transpose", "slice", "reshape", "broadcast", "parameter", "concatenate"):
             return None
         if i.opcode == "constant":
             return None if i.shape.rank == 0 else "non-scalar constant"
@@ -205,10 +207,12 @@ class GemmFusion(Pass):
             return "pads are not fused"
         if i.opcode == "power" and i.user_count > 1:
             return "power with several users would be duplicated"
-        if i.opcode in ("dynamic-slice", "concatenate", "dot", "fusion", "custom-call"):
+        if i.opcode in ("dynamic-slice", "dot", "fusion", "custom-call"):
             return f"{i.opcode} is not fused"
-        if any(u.opcode == "dynamic-slice" for u in i.users):
-            return "feeds a dynamic slice"
+        if any(u.opcode in ("concatenate", "dynamic-slice") for u in i.users):
+            # "No fusion into concatenations or dynamic slice": their
+            # operands stay fusion parameters
+            return "feeds a concatenate or dynamic slice"
         why = self.instruction_supported(i)
         if why is not None:
             return why
@@ -350,6 +354,8 @@ class _Plan:
             why = self.p.fusible_toward_operand(node)
             if why is None and node in orders:
                 why = _operand_orders(node, orders)
+            elif why is None and node.opcode == "concatenate":
+                why = "a concatenate needs the dot's dimension order"
             if why is not None:
                 if node.opcode not in ("parameter",):
                     self.skipped.append(f"{node.name}: {why}")

@@ -36,6 +36,8 @@ does is not implemented and left unchanged):
 * reverse of size-1 dimensions only: removed;
 * maximum / minimum: identities (``max(x, x)``, ``max(x, -inf)``,
   ``max(max(x, y), y)`` ...), see :mod:`.minmax`;
+* concatenate: see :mod:`.concat` (unary and empty operands, nested
+  concatenates flattened in layout-insensitive mode, adjacent slices merged);
 * reduce: see :mod:`.reduce` (XLA's HandleReduce: reduce of reduce,
   reshape, transpose, negate; count-keeping reduces become reshapes).
 

@@ -17,6 +17,7 @@ from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import (Shape, bit_width, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import add as add_rules
+from . import concat as concat_rules
 from . import dot as dot_rules
 from . import minmax as minmax_rules
 from . import reduce as reduce_rules
@@ -262,6 +263,10 @@ class AlgsimpVisitor(DfsRewriteVisitor):
         if self.layout_sensitive and t.shape.layout is not None and op.shape.layout is not None \
                 and transpose_is_bitcast(op.shape, t.shape, perm):
             self.replace_with_new(t, self.new("bitcast", t.shape, [op]))
+
+    # -- concatenate -------------------------------------------------------------------
+    def handle_concatenate(self, concat: Instruction) -> None:
+        concat_rules.handle_concatenate(self, concat)
 
     # -- dot ---------------------------------------------------------------------------
     def handle_dot(self, dot: Instruction) -> None:
