@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...ir.module import Instruction
+from .shapes import same_shape
 
 if TYPE_CHECKING:
     from .visitor import AlgsimpVisitor
@@ -37,7 +38,6 @@ def _add_scatter(x: Instruction) -> bool:
 
 
 def handle_add(v: "AlgsimpVisitor", add: Instruction) -> None:
-    from .visitor import same_shape
     lhs, rhs = add.operands
     if is_all_zero(rhs) and same_shape(add.shape, lhs.shape, v.layout_sensitive):
         v.replace_with_operand(add, lhs)

@@ -21,17 +21,10 @@ from . import concat as concat_rules
 from . import dot as dot_rules
 from . import minmax as minmax_rules
 from . import reduce as reduce_rules
+from .shapes import same_shape
 
 if TYPE_CHECKING:
     from . import AlgebraicSimplifier
-
-
-def same_shape(a: Shape, b: Shape, layout_sensitive: bool) -> bool:
-    """``SameShape``: equal, or compatible when layout-insensitive."""
-    if layout_sensitive:
-        return a == b
-    return a.element_type == b.element_type and a.dimensions == b.dimensions \
-        and a.dynamic == b.dynamic
 
 
 def merely_inserts_or_deletes_unit_dims(src: Shape, dst: Shape) -> tuple[list[int], list[int]] | None:
