@@ -123,8 +123,11 @@ class GemmRewriterVisitor:
             fp8.handle_dot_fp8(self, instr, config)
             return
         if config["precision_config"]["algorithm"] == "ALG_DOT_BF16_BF16_F32":
-            lhs_c = H.add(instr.parent, "convert", lhs.with_element_type("bf16"), [instr.operands[0]])
-            rhs_c = H.add(instr.parent, "convert", rhs.with_element_type("bf16"), [instr.operands[1]])
+            # MakeConvertToHlo: an operand already in bf16 is used as it is (XLA's
+            # later algsimp would remove a bf16 -> bf16 convert; hlorun has none there)
+            lhs_c, rhs_c = (o if o.shape.element_type == "bf16" else
+                            H.add(instr.parent, "convert", o.shape.with_element_type("bf16"), [o])
+                            for o in instr.operands[:2])
             config["precision_config"]["algorithm"] = "ALG_UNSET"
             self._make_gemm(instr, config, [lhs_c, rhs_c])
             return
