@@ -353,7 +353,7 @@ def kernel_time(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         tab = neighbours.table(P.measured_device)
         if tab is not None:
             corr = tab.lookup(kind, tile_label(tile), eff_class(problem), problem.batch, problem.m,
-                              problem.n, problem.k)
+                              problem.n, problem.k, (int(problem.lhs_k_major), int(problem.rhs_k_major)))
     total = t["total"] * (corr.factor if corr is not None else 1.0)
     if corr is not None:
         parts["measured_correction"] = corr.factor

@@ -213,7 +213,8 @@ def residual_rows(gemms: Sequence[MeasuredGemm], device: DeviceSpec, P: CostPara
     j = 0
     for gi, g in enumerate(ps.gemms):
         p = g.problem
-        shape = {"cls": eff_class(p), "batch": p.batch, "m": p.m, "n": p.n, "k": p.k}
+        shape = {"cls": eff_class(p), "batch": p.batch, "m": p.m, "n": p.n, "k": p.k,
+                 "lhs_k_major": int(p.lhs_k_major), "rhs_k_major": int(p.rhs_k_major)}
         for c in g.triton:
             rows.append({"kind": "triton", "label": c.triton.label, **shape, "residual": float(r_tri[j])})
             j += 1

@@ -13,7 +13,8 @@ with compute class ``cls`` the correction is
 
 over the ``k`` nearest train-split GEMMs of the same class that timed the
 same config, ``r_i = log(measured / roofline estimate)`` there, and
-``d_i`` the distance in (log2 m, log2 n, log2 k, log2 batch).  Far or few
+``d_i`` the distance in (log2 m, log2 n, log2 k, log2 batch, 16-byte
+alignment of m, n, k rows, K-majorness of each operand).  Far or few
 neighbours shrink the factor towards 1.  The table
 (``data/residuals_<device>.csv``) is written by the fit from the train
 split only, so held-out shapes are never looked up; devices without
@@ -33,7 +34,7 @@ from typing import Iterable
 import numpy as np
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-FIELDS = ["kind", "label", "cls", "batch", "m", "n", "k", "residual"]
+FIELDS = ["kind", "label", "cls", "batch", "m", "n", "k", "lhs_k_major", "rhs_k_major", "residual"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,27 @@ class Settings:
     shrink: float = 0.3    # pull towards no correction (in units of weight)
     blas_k: int = 5
     blas_shrink: float = 0.5
+    #: distance between a dimension whose rows are 16-byte aligned and one
+    #: whose rows are not (unaligned rows change how operands can be loaded)
+    align_weight: float = 3.0
+    #: distance between operand layouts (each operand K-major or not)
+    layout_weight: float = 1.5
 
 
 SETTINGS = Settings()
 
 
-def position(batch: int, m: int, n: int, k: int) -> tuple[float, float, float, float]:
-    return (math.log2(max(1, m)), math.log2(max(1, n)), math.log2(max(1, k)), math.log2(max(1, batch)))
+#: operand bytes per element of a compute class
+CLASS_BYTES = {"f16": 2, "tf32": 4, "f32": 4, "fp8": 1, "int8": 1, "f64": 8}
+
+
+def position(batch: int, m: int, n: int, k: int, cls: str = "f16", layout: tuple[int, int] = (1, 1),
+             settings: "Settings | None" = None) -> tuple[float, ...]:
+    s = settings or SETTINGS
+    b = CLASS_BYTES.get(cls, 2)
+    return (math.log2(max(1, m)), math.log2(max(1, n)), math.log2(max(1, k)), math.log2(max(1, batch)),
+            *(s.align_weight * bool(x * b % 16) for x in (m, n, k)),
+            *(s.layout_weight * int(x) for x in layout))
 
 
 @dataclass
@@ -73,19 +88,22 @@ class Table:
         for r in rows:
             key = (r["kind"], r["label"], r["cls"])
             groups.setdefault(key, []).append((int(r["batch"]), int(r["m"]), int(r["n"]), int(r["k"]),
-                                               float(r["residual"])))
+                                               float(r["residual"]),
+                                               (int(r.get("lhs_k_major", 1)), int(r.get("rhs_k_major", 1)))))
         self.groups = {}
         for key, rs in groups.items():
             shapes = np.array([r[:4] for r in rs], dtype=float)
-            pos = np.array([position(*r[:4]) for r in rs])
+            pos = np.array([position(*r[:4], key[2], r[5], settings) for r in rs])
             self.groups[key] = (pos, np.array([r[4] for r in rs]), shapes)
         self._memo: dict[tuple, Correction | None] = {}
 
     def __len__(self) -> int:
         return sum(len(v[1]) for v in self.groups.values())
 
-    def lookup(self, kind: str, label: str, cls: str, batch: int, m: int, n: int, k: int) -> Correction | None:
-        key = (kind, label, cls, batch, m, n, k)
+    def lookup(self, kind: str, label: str, cls: str, batch: int, m: int, n: int, k: int,
+               layout: tuple[int, int] = (1, 1)) -> Correction | None:
+        """``layout``: (lhs K-major, rhs K-major)."""
+        key = (kind, label, cls, batch, m, n, k, layout)
         if key in self._memo:
             return self._memo[key]
         out = None
@@ -94,7 +112,7 @@ class Table:
             s = self.settings
             kk, shrink = (s.k, s.shrink) if kind == "triton" else (s.blas_k, s.blas_shrink)
             pos, res, shapes = g
-            d = np.linalg.norm(pos - np.array(position(batch, m, n, k)), axis=1)
+            d = np.linalg.norm(pos - np.array(position(batch, m, n, k, cls, layout, s)), axis=1)
             o = np.argsort(d, kind="stable")[:kk]
             w = np.exp(-d[o] / s.scale)
             f = math.exp(float((w * res[o]).sum() / (w.sum() + shrink)))
