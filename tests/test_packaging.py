@@ -119,8 +119,8 @@ def test_zipped_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
     _smoke([sys.executable, "-m", "hlorun"], env, tmp_path, hlo)
     # package data beyond pipelines and grammar: the autotuner's fitted cost
     # constants and measured noise must be the checkout's, not a fallback
-    probe = ("from hlorun.autotune.cost import params_for; from hlorun.autotune import noise; "
-             "print(params_for('H100').source, bool(noise._table()))")
+    probe = ("from hlorun.autotune.cost import params_for; from hlorun.autotune import noise, neighbours; "
+             "print(params_for('H100').source, bool(noise._table()), len(neighbours.table('H100')))")
     zipped = _run([sys.executable, "-c", probe], tmp_path, env)
     here = _run([sys.executable, "-c", probe], REPO, _clean_env(PYTHONPATH=str(REPO)))
     assert zipped.returncode == 0 and zipped.stdout == here.stdout, (zipped.stdout, here.stdout,
