@@ -55,7 +55,7 @@ from ..base import Pass
 from .analysis import (FusionView, emitter_kind, fused_members, fusible_computations,
                        fusion_kind_for, is_fusible, is_fusible_bitcast, is_generic_triton_fusion,
                        reduction_dims)
-from .fuse import create_fusion, fuse_into, replace_with_fusion
+from .fuse import create_fusion, dispose, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
 from .ir_size import ir_info, merged_too_large
 from .model import LAUNCH_US, Estimate, device_of, estimate
@@ -95,7 +95,9 @@ class PriorityFusion(Pass):
         object.__setattr__(self, "_device", device_of(self.target))
         changed = False
         for comp in fusible_computations(module):
-            changed |= _Queue(self, comp).run()
+            q = _Queue(self, comp)
+            changed |= q.run()
+            q.release()
         return changed
 
 
@@ -122,6 +124,8 @@ class _Queue:
         self.triton_facts: dict[Instruction, str | None] = {}
         self.ir_infos: dict = {}
         self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
+        # fused computations this queue built (disposed of when merged away)
+        self.created: set[Computation] = set()
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:
@@ -422,6 +426,14 @@ class _Queue:
         self.costs.forget(instr)
         if body is not None and comp.module is not None and comp.module.has_computation(body):
             comp.module.remove_computation(body)
+            if body in self.created:  # ours alone: nothing else can refer to it
+                self.created.discard(body)
+                dispose(body)
+
+    def release(self) -> None:
+        """Drop the queue's state: its caches refer to it through bound
+        methods (a cycle) and would otherwise wait for the cyclic collector."""
+        self.__dict__.clear()
 
     def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
         kind = fusion_kind_for(emitter_kind(FusionView.of_pair(producer, consumer, self.members)))
@@ -430,6 +442,7 @@ class _Queue:
             fusion.attrs["kind"] = kind
         else:
             fusion = create_fusion(consumer, kind)
+            self.created.add(fusion.fused_computation)
             self._forget_facts(consumer)
             replace_with_fusion(consumer, fusion)
             for u in fusion._users:  # their operand changed: summaries name operands
