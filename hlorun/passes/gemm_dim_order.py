@@ -117,12 +117,27 @@ def to_operand(instr: Instruction, order: Order, operand_index: int = 0) -> Orde
     if instr.opcode in ELEMENTWISE or instr.opcode in ("slice", "copy"):
         if op.shape.is_array and op.shape.rank == instr.shape.rank:
             if instr.opcode == "slice":
-                return {d: [(fr[0][0], op.shape.dimensions[d])] if len(fr) == 1 else None
-                        for d, fr in order.items()} if all(len(fr) == 1 for fr in order.values()) \
-                    else None
+                return _slice_operand(instr, op, order)
             return dict(order)
         return {}
     return None
+
+
+def _slice_operand(instr: Instruction, op, order: Order) -> Order | None:
+    """XLA's kSlice propagation: only a dimension the slice shortens must be
+    one fragment ("Slicing of fragmented dimension"), whose size becomes the
+    operand's; a slice to an effective scalar is refused."""
+    if all(d == 1 for d in instr.shape.dimensions):
+        return None
+    out: Order = {}
+    for d, frags in order.items():
+        if op.shape.dimensions[d] == instr.shape.dimensions[d]:
+            out[d] = frags
+        elif len(frags) != 1:
+            return None
+        else:
+            out[d] = [(frags[0][0], op.shape.dimensions[d])]
+    return out
 
 
 #: XLA's kMinConcatFragmentSize: every concatenated piece must be a whole
