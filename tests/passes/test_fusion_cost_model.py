@@ -151,3 +151,18 @@ def test_producer_with_a_reduce_is_not_emitted_twice():
     assert merged_too_large(by["splitk"], by["ng"])
     # without a cache-invalidating op only the 10,000-instruction budget counts
     assert not merged_too_large(by["sq"], by["out"])
+
+
+def test_column_reduction_vector_size_follows_xla():
+    """GetVectorSizeForMlir for column reductions: none for an odd minor
+    dimension or one under 64 elements, 2 for 4-byte inputs, 4 for narrower
+    inputs when the minor dimension has >= 128 elements and divides by 4."""
+    from hlorun.passes.priority_fusion.model import column_vector_size
+    assert column_vector_size(4, 63) == 1
+    assert column_vector_size(2, 62) == 1
+    assert column_vector_size(4, 64) == 2
+    assert column_vector_size(4, 4096) == 2
+    assert column_vector_size(2, 64) == 2
+    assert column_vector_size(2, 130) == 2
+    assert column_vector_size(2, 128) == 4
+    assert column_vector_size(1, 1024) == 4

@@ -352,6 +352,20 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
                     uncoalesced, walk.ir if len(units) == 1 else None)
 
 
+def column_vector_size(elem_bytes: int, minor: int) -> int:
+    """``GetVectorSizeForMlir`` for a column reduction (32 threads along the
+    kept minor dimension): no vectorization for an odd minor dimension or
+    one under 2 x 32; 2 for 4-byte (or wider) inputs; narrower inputs 4
+    when the minor dimension has 4 x 32 elements and divides by 4, else 2."""
+    if minor % 2 != 0 or 2 * 32 > minor:
+        return 1
+    if elem_bytes >= 4:
+        return 2
+    if 4 * 32 > minor:
+        return 2
+    return 4 if minor % 4 == 0 else 2
+
+
 def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, int]:
     """(blocks, threads per block) of the emitter ``kind``."""
     if kind == "reduction":
@@ -365,8 +379,7 @@ def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, in
             rows_per_block = max(1, 1024 // tx) if row <= 512 else 1
             return max(1, batch * -(-kept // rows_per_block)), tx * rows_per_block
         batch, _, minor = r.dims
-        vec = 2 if elem <= 2 and minor % 2 == 0 else 1
-        return max(1, batch * -(-minor // (32 * vec))), 1024
+        return max(1, batch * -(-minor // (32 * column_vector_size(elem, minor)))), 1024
     n = max(1, _elements(root))
     if kind == "transpose":
         return max(1, -(-n // 1024)), 128
