@@ -46,6 +46,9 @@ REGISTRY: dict[str, str] = {
     "multi_output_fusion": "hlorun.passes.multi_output_fusion:MultiOutputFusion",
     "operand_converter": "hlorun.passes.dot_operand_converter:DotOperandConverter",
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",
+    "reduction-dimension-grouper":
+        "hlorun.passes.reduction_rewriters:ReductionDimensionGrouper",
+    "reduction-splitter": "hlorun.passes.reduction_rewriters:ReductionSplitter",
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
     "select_and_scatter_expander":
@@ -60,6 +63,7 @@ REGISTRY: dict[str, str] = {
     "topk-specializer": "hlorun.passes.topk_specializer:TopkSpecializer",
     "topk-splitter": "hlorun.passes.topk_specializer:TopKSplitter",
     "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",
+    "tree-reduction-rewriter": "hlorun.passes.reduction_rewriters:TreeReductionRewriter",
     "triton-gemm-rewriter": "hlorun.passes.gemm_fusion:GemmFusion",
     "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",
 }

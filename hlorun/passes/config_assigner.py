@@ -26,6 +26,11 @@ after_optimizations modules in the dumps it makes XLA's choice for 385 of
   each warp 32 adjacent columns, so most lanes idle (XLA picked Triton for
   all 4 such fusions in the dumps: bias gradients of 10-class heads, an
   8-expert router);
+* block-level Triton chosen -- a row reduction of fewer rows than the GPU
+  has SMs, each at most 256 elements long (the loss reductions that
+  TreeReductionRewriter splits: dropout's f32[128,256] -> f32[128] -> f32[],
+  moe's router sums): the native kernel is a fraction of one wave either
+  way, and XLA measured the single Triton block faster;
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
   transposes) of elements narrower than 4 bytes (f32 transposes measured
   faster native), a loop transpose that moves the minor dimension to a
@@ -84,16 +89,20 @@ def block_level_candidate(fusion: Instruction) -> str | None:
     return triton_supported_computation(fusion)
 
 
-def native_emitter(fusion: Instruction) -> str:
+def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     """The native emitter the fusion gets: reduction, transpose, loop-transpose
     (a layout-keeping permutation), loop-reduction (reductions computed
-    elementally) or loop."""
+    elementally) or loop; ``short-row-reduction``: a row reduction of fewer
+    rows than the device has SMs (``cores``), each at most
+    :data:`SHORT_ROW` long."""
     body = fusion.fused_computation
     members = set(body.instructions)
     hero = find_hero(body.root, members)
     if hero.opcode == "reduce" and is_real_reduction_hero(body.root, hero):
         dims = reduction_dims(hero)
         if dims.is_row:
+            if dims.dims[2] <= SHORT_ROW and dims.dims[0] * dims.dims[1] < cores:
+                return "short-row-reduction"
             return "row-reduction"
         return "narrow-column-reduction" if dims.dims[2] < WARP_SIZE else "column-reduction"
     if tiled_transpose(hero):
@@ -123,9 +132,14 @@ MIN_TRITON_TRANSPOSE_MINOR = 8
 ONE_TRANSPOSE_TILE = 32 * 32
 
 
+#: The longest row a "short-row-reduction" has (fitted: single rows of 8
+#: and 128 elements and 128 rows of 256 went Triton in the dumps, rows of
+#: 512 or more mostly native; a single row of 256 went both ways)
+SHORT_ROW = 256
+
 #: Native emitters the model expects the block-level emitter to beat.
 TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction",
-                         "loop-transpose-minor"})
+                         "loop-transpose-minor", "short-row-reduction"})
 #: Elements per SM below which a loop fusion computing reductions elementally
 #: stays native (fitted to XLA's measured choices on the dumps: split-K
 #: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on
@@ -184,8 +198,9 @@ class ConfigAssigner(Pass):
         why = block_level_candidate(fusion)
         if why is not None:
             return False
-        emitter = native_emitter(fusion)
-        wave = device_of(self.target).cores * ONE_WAVE_PER_SM
+        cores = device_of(self.target).cores
+        emitter = native_emitter(fusion, cores)
+        wave = cores * ONE_WAVE_PER_SM
         if emitter == "loop-reduction" and _outputs(fusion) < wave:
             self.remark(fusion, f"{fusion.name} stays on the native loop emitter: its "
                                 f"{_outputs(fusion)} outputs fill less than one wave "

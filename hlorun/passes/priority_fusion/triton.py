@@ -4,8 +4,9 @@
 When the producer or the consumer is a generic Triton fusion (``__triton``,
 e.g. a ``triton_softmax`` from softmax-rewriter-triton), they may fuse only
 if the result is a Triton fusion too: every instruction of both must be
-supported by the Triton emitter (XLA also needs SymbolicTileAnalysis to tile
-the result).  The native-emitter rules (reduce into reduce, reduction
+supported by the Triton emitter, and XLA's SymbolicTileAnalysis must tile
+the result (of that, hlorun checks the reshape constraints on reduced
+dimensions, :mod:`hlorun.passes.triton_tiling`, within each unit).  The native-emitter rules (reduce into reduce, reduction
 epilogues turning into loop fusions) do not apply.  The result keeps the
 ``__triton`` backend kind with a block-level config for the new body.
 
@@ -41,13 +42,15 @@ def unit_refusal(unit: Instruction) -> str | None:
     """Why ``unit`` (an instruction or a fusion) cannot be part of a Triton
     fusion, or None."""
     from ..triton_support import unsupported_instruction
+    from ..triton_tiling import untileable_reshape
     if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
         return "multi-output fusions are not supported by the Triton emitter"
-    for m in _members(unit):
+    members = _members(unit)
+    for m in members:
         why = unsupported_instruction(m)
         if why:
             return why
-    return None
+    return untileable_reshape(members)
 
 
 def can_fuse_triton(producer: Instruction, consumer: Instruction,
