@@ -8,15 +8,17 @@
 * adjacent unstrided slices of one operand, contiguous along the
   concatenated dimension and equal elsewhere, become one slice.
 
-Not done (stated): the binary ``concat(broadcast(scalar), x)`` -> ``pad``
-and ``concat(x, x, ..)`` of a size-1 dimension -> broadcast rewrites.
+* a binary concatenate with a scalar broadcast on one side is a ``pad`` of
+  the other operand (low padding when the broadcast comes first, else high);
+* ``concat(x, x, ...)`` of one operand whose concatenated dimension is 1 is a
+  broadcast of ``reshape(x)`` without that dimension.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...ir.attrs import format_slice, parse_slice
+from ...ir.attrs import format_int_list, format_padding, format_slice, parse_slice
 from ...ir.module import Instruction
 from ..dfs_rewrite import add_instruction
 
@@ -93,3 +95,22 @@ def handle_concatenate(v: "AlgsimpVisitor", concat: Instruction) -> None:
         i = j
     if len(merged) < len(ops):
         v.replace_with_new(concat, _clone(v, concat, merged))
+        return
+    if len(ops) == 2:
+        low = ops[0].opcode == "broadcast" and ops[0].operands[0].shape.rank == 0
+        high = ops[1].opcode == "broadcast" and ops[1].operands[0].shape.rank == 0
+        if not (low or high):
+            return
+        padded, fill = (ops[1], ops[0]) if low else (ops[0], ops[1])
+        config = [(0, 0, 0)] * concat.shape.rank
+        config[dim] = (ops[0].shape.dimensions[dim], 0, 0) if low else (0, ops[1].shape.dimensions[dim], 0)
+        v.replace_with_new(concat, v.new("pad", concat.shape, [padded, fill.operands[0]],
+                                         padding=format_padding(config)))
+        return
+    if all(o is ops[0] for o in ops) and ops[0].shape.dimensions[dim] == 1:
+        dims = [d for k, d in enumerate(ops[0].shape.dimensions) if k != dim]
+        keep = [k for k in range(concat.shape.rank) if k != dim]
+        reshape = v.new("reshape", ops[0].shape.with_dimensions(dims), [ops[0]])
+        add_instruction(concat.parent, reshape)
+        v.replace_with_new(concat, v.new("broadcast", concat.shape, [reshape],
+                                         dimensions=format_int_list(keep)))
