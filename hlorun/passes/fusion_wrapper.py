@@ -40,7 +40,10 @@ class FusionWrapper(Pass):
             for instr in comp.post_order():
                 if instr.opcode not in MUST_WRAP:
                     continue
-                kind = fusion_kind_for(emitter_kind(FusionView.of(instr)))
+                # ChooseFusionKind: only reductions, scatters and tiled
+                # transposes make input fusions (a wrapped concatenate is kLoop)
+                emitter = emitter_kind(FusionView.of(instr))
+                kind = "kLoop" if emitter == "concatenate" else fusion_kind_for(emitter)
                 fusion = create_fusion(instr, kind)
                 op = instr.opcode.replace("-", "_")
                 body = fusion.fused_computation

@@ -347,7 +347,51 @@ def emitter_kind(view: FusionView) -> str:
         return "transpose"
     if view.root.opcode == "scatter":
         return "scatter"
+    concat = concatenate_hero(view)
+    if concat is not None and len(concat.operands) <= 4:
+        return "concatenate"
     return "loop"
+
+
+def concatenate_hero(view: FusionView) -> Instruction | None:
+    """The concatenate hero of a single-output fusion (``FindNonTrivialHero``
+    with ``UseConcatenateFusion``'s test): down the root's chain of
+    one-operand intermediates, then through intermediates of up to three
+    operands, exactly one concatenate whose users in the fusion are all
+    intermediates; None when there is none (the loop emitter)."""
+    members = set(view.members)
+    res = view.resolve
+
+    def inside(x: Instruction) -> bool:
+        return x.opcode != "parameter" and x in members
+    x = view.root
+    while is_intermediate(x) and inside(res(x.operands[0])):
+        x = res(x.operands[0])
+    found: list[Instruction] = []
+    stack, seen = [x], set()
+    while stack:
+        y = stack.pop()
+        if y in seen or not inside(y):
+            continue
+        seen.add(y)
+        if y.opcode == "concatenate":
+            found.append(y)
+        elif is_intermediate(y, 3):
+            stack.extend(res(o) for o in y.operands)
+    if len(found) != 1:
+        return None
+    concat = found[0]
+    # nothing but intermediates between the concatenate and the root
+    stack, seen = [u for u in concat.users if u in members], set()
+    while stack:
+        y = stack.pop()
+        if y in seen:
+            continue
+        seen.add(y)
+        if y.opcode != "tuple" and not is_intermediate(y, 3):
+            return None
+        stack.extend(u for u in y.users if u in members)
+    return concat
 
 
 def _multi_output_emitter_kind(view: FusionView) -> str:
@@ -381,7 +425,7 @@ def _multi_output_emitter_kind(view: FusionView) -> str:
 def fusion_kind_for(kind: str) -> str:
     """``PriorityFusion::ChooseKind``."""
     return {"loop": "kLoop", "triton": "kCustom", "custom": "kCustom", "reduction": "kInput",
-            "transpose": "kInput", "scatter": "kInput"}[kind]
+            "transpose": "kInput", "scatter": "kInput", "concatenate": "kInput"}[kind]
 
 
 __all__ = ["FusionView", "ReductionDims", "emitter_kind", "find_hero", "fused_members",

@@ -41,7 +41,7 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width
 from ..base import Target
-from .analysis import FusionView, emitter_kind, fused_members, reduction_dims, tiled_transpose
+from .analysis import FusionView, concatenate_hero, emitter_kind, fused_members, reduction_dims, tiled_transpose
 
 LAUNCH_US = 1.0
 MEMORY_COMPUTE_PARALLELISM = 0.95
@@ -177,6 +177,22 @@ INVALIDATES_CACHE = frozenset({"concatenate", "dot", "dynamic-update-slice", "pa
                                "reduce-window"})
 
 
+#: ``GpuHloCostAnalysis::HandleConcatenate``: a concatenate is a compare
+#: and branch per element; when a warp can straddle two operands (a
+#: concatenation along a non-major dimension whose first operand's size
+#: there is not a multiple of 32) both branches run, which XLA prices high
+#: enough that such a concatenate is not duplicated into compute-bound users
+CONCAT_FLOPS, CONCAT_DIVERGENT_FLOPS = 6, 400
+
+
+def concatenate_flops(concat: Instruction) -> int:
+    """Flops per output element of ``concat``."""
+    dim = concat.dimensions[0]
+    if dim > 0 and concat.operands[0].shape.dimensions[dim] % 32:
+        return CONCAT_DIVERGENT_FLOPS
+    return CONCAT_FLOPS
+
+
 @dataclass(slots=True)
 class IrInfo:
     """How often the emitter emits a fusion's instructions: ``size`` (all
@@ -264,6 +280,8 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
                 flops += n
             passes = True
         else:
+            if op_m == "concatenate":
+                flops += n * concatenate_flops(m)
             passes = op_m == "tuple" or op_m == "get-tuple-element"
         for i, op in enumerate(m.operands):
             src = op if op in member_set else resolve(op)
@@ -381,6 +399,10 @@ def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, in
         batch, _, minor = r.dims
         return max(1, batch * -(-minor // (32 * column_vector_size(elem, minor)))), 1024
     n = max(1, _elements(root))
+    if kind == "concatenate":  # ConcatenateFusion: one thread per element of the largest operand
+        hero = concatenate_hero(view)
+        if hero is not None:
+            n = max(1, max(_elements(o) for o in hero.operands))
     if kind == "transpose":
         return max(1, -(-n // 1024)), 128
     unroll = 4 if n % 4 == 0 and n >= 4 * 128 else 1
