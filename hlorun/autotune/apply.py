@@ -53,9 +53,11 @@ def _clone_computation(comp: Computation, module: Module, name: str) -> Computat
     return new
 
 
-def _inline(fusion: Instruction, body: Computation) -> Instruction:
+def _inline(fusion: Instruction, body: Computation,
+            added: list[Instruction] | None = None) -> Instruction:
     """Replace ``fusion`` by the instructions of ``body`` (its parameters
-    bound to the fusion's operands); returns the new root."""
+    bound to the fusion's operands); returns the new root (``added``
+    receives the new instructions, in the order they were added)."""
     parent = fusion.parent
     mapping: dict[Instruction, Instruction] = {}
     for instr in body.post_order():
@@ -67,6 +69,8 @@ def _inline(fusion: Instruction, body: Computation) -> Instruction:
         c.literal = instr.literal
         parent.add_instruction(c, instr.name)
         mapping[instr] = c
+        if added is not None:
+            added.append(c)
     root = mapping[body.root]
     if "metadata" in fusion.attrs and "metadata" not in root.attrs:
         root.attrs["metadata"] = fusion.attrs["metadata"]
@@ -117,10 +121,8 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
         raise PassError(f"BLAS fission of {fusion.name} found no GEMM for {lib.label}: {why}",
                         instruction=fusion.name, computation=fusion.parent.name if fusion.parent else None)
     set_blas_algorithm(call, algorithm)
-    parent = fusion.parent
-    before = set(parent.instructions)
-    _inline(fusion, body)
-    new_instrs = [i for i in parent.instructions if i not in before]
+    new_instrs: list[Instruction] = []  # not a scan of the caller: O(GEMM), not O(module)
+    _inline(fusion, body, new_instrs)
     call = find_blas_call(new_instrs)
     if pin_output_layout and call is not None:
         _pin(call, target)

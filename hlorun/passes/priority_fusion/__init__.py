@@ -450,7 +450,7 @@ class _Queue:
             self.costs.forget(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")
-        fuse_into(fusion, producer)
+        fuse_into(fusion, producer, self.members)
         if kind == "kCustom" and involves_triton(producer, fusion):
             triton_backend_config(fusion, producer, consumer)
         self._forget_facts(fusion)

@@ -90,9 +90,10 @@ def _remove_parameter(fusion: Instruction, body: Computation, n: int) -> None:
     fusion.replace_operands(ops)
 
 
-def fuse_into(fusion: Instruction, producer: Instruction) -> None:
+def fuse_into(fusion: Instruction, producer: Instruction, members=None) -> None:
     """Clone ``producer`` into ``fusion`` (which must read it); ``fusion``
-    stops reading ``producer``.  A fusion producer has its body merged."""
+    stops reading ``producer``.  A fusion producer has its body merged
+    (``members(body)``: a cache of :func:`fused_instructions`' order)."""
     body = fused_computation(fusion)
     n = fusion.operands.index(producer)
     if producer.opcode == "fusion":
@@ -101,9 +102,9 @@ def fuse_into(fusion: Instruction, producer: Instruction) -> None:
         for p in pbody.parameters:
             if p is not None:
                 mapping[p] = _param_for(fusion, body, producer.operands[p.parameter_number])
-        for i in pbody.post_order():
-            if i.opcode == "parameter":
-                continue
+        order = members(pbody) if members is not None else \
+            [i for i in pbody.post_order() if i.opcode != "parameter"]
+        for i in order:
             mapping[i] = _clone(body, i, [mapping[o] for o in i.operands])
         clone = mapping[pbody.root]
     else:
