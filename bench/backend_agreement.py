@@ -146,10 +146,15 @@ class Result:
                          prologue_ops=p.prologue_ops)
             rec = o.record if o is not None else None
             if rec is not None:
-                for b in ("triton", "blas"):
-                    c = _best(rec, b)
+                best = {b: _best(rec, b) for b in ("triton", "blas")}
+                for b, c in best.items():
                     m[f"best_{b}"] = (f"{c['label']} {c['estimate']['ns'] / 1e3:.2f} us"
                                       if c else "none feasible")
+                if best["triton"] and best["blas"]:
+                    # XLA's rule: BLAS (32 MiB workspace) wins only when more
+                    # than 2 us faster than the best Triton config
+                    m["triton_minus_blas_us"] = round((best["triton"]["estimate"]["ns"]
+                                                       - best["blas"]["estimate"]["ns"]) / 1e3, 2)
                 m["winner"] = rec["winner"]["label"] if rec.get("winner") else None
                 m["source"] = rec.get("source")
             out.append(m)

@@ -370,13 +370,19 @@ def tile_label(tile: Tile) -> str:
 
 def unfused_traffic(problem: GemmProblem) -> tuple[int, int]:
     """Kernels and bytes when the GEMM leaves a fusion: the fused prologue
-    (operands with elementwise work) and epilogue become separate kernels,
-    each reading and writing its tensor."""
+    (operands with elementwise work, or moved by a concatenate, slice, pad or
+    physical transpose) and epilogue become separate kernels, each reading
+    and writing its tensor."""
     p = problem
     kernels, nbytes = 0, 0
     if p.prologue_ops:
         kernels += 1
         nbytes += 2 * p.input_bytes
+    elif p.prologue_moves:
+        # a concatenate, slice, pad or physical transpose of an operand: one
+        # kernel per moved operand, writing it (cuBLAS reads it again)
+        kernels += p.prologue_moves
+        nbytes += 2 * p.prologue_move_bytes
     if p.epilogue_ops or p.epilogue_operands:
         kernels += 1
         # cuBLASLt applies bias/relu/gelu and beta*C in its own epilogue:

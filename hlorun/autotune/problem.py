@@ -17,7 +17,7 @@ from typing import Any
 
 from ..ir.module import Instruction
 from ..ir.opcode import ELEMENTWISE
-from ..ir.shape import Shape, bit_width, byte_width
+from ..ir.shape import Shape, bit_width, byte_width, reshape_is_bitcast, transpose_is_bitcast
 
 BLAS_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8")
 TRITON_GEMM_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion")
@@ -61,6 +61,12 @@ class GemmProblem:
     rhs_expensive: bool = False
     has_concatenate: bool = False
     prologue_ops: int = 0      # fused ops before the dot (converts, multiplies ...)
+    #: dot operands fed through a physical data move inside the fusion
+    #: (concatenate, slice, pad, a transpose or reshape that is not a
+    #: bitcast ...): a BLAS fission leaves each as a kernel of its own that
+    #: writes the operand, which cuBLAS then reads
+    prologue_moves: int = 0
+    prologue_move_bytes: int = 0
     epilogue_ops: int = 0      # fused elementwise ops after the dot
     epilogue_operands: list[EpilogueOperand] = field(default_factory=list)
     output_canonical: bool = True   # output layout is {n-1,...,1,0}
@@ -131,7 +137,8 @@ class GemmProblem:
         return {"batch": self.batch, "m": self.m, "n": self.n, "k": self.k,
                 "lhs_type": self.lhs_type, "rhs_type": self.rhs_type, "out_type": self.out_type,
                 "flops": self.flops, "input_bytes": self.input_bytes,
-                "output_bytes": self.output_bytes, "epilogue_ops": self.epilogue_ops,
+                "output_bytes": self.output_bytes, "prologue_ops": self.prologue_ops,
+                "prologue_moves": self.prologue_moves, "epilogue_ops": self.epilogue_ops,
                 "epilogue_operands": [{"name": e.name, "shape": str(e.shape), "kind": e.kind,
                                        "transposed": e.transposed}
                                       for e in self.epilogue_operands],
@@ -209,6 +216,36 @@ def _k_major(shape: Shape, contracting) -> bool:
         return True
     mtm = [d for d in shape.layout.minor_to_major if shape.dimensions[d] != 1]
     return not mtm or mtm[0] in set(contracting)
+
+
+#: data movement that materialises a new tensor (a transpose or reshape only
+#: when it is not a bitcast under the layouts)
+MOVES = frozenset({"concatenate", "pad", "slice", "dynamic-slice", "reverse", "gather", "broadcast",
+                   "copy", "iota"})
+
+
+def _is_move(i: Instruction) -> bool:
+    if i.opcode in MOVES:
+        return True
+    if i.opcode not in ("transpose", "reshape") or not i.operands:
+        return False
+    a, b = i.operands[0].shape, i.shape
+    if not (a.is_array and b.is_array) or a.layout is None or b.layout is None:
+        return False
+    if i.opcode == "reshape":
+        return not reshape_is_bitcast(a, b)
+    return not transpose_is_bitcast(a, b, i.int_list("dimensions"))
+
+
+def _moved_operands(dot: Instruction) -> tuple[int, int]:
+    """(dot operands with a physical move in their producers inside the
+    fusion, their bytes)."""
+    n, nbytes = 0, 0
+    for op in dot.operands[:2]:
+        if _bfs_any(op, _is_move):
+            n += 1
+            nbytes += op.shape.byte_size() if op.shape.is_array else 0
+    return n, nbytes
 
 
 def _effective_parameter(i: Instruction) -> Instruction | None:
@@ -293,6 +330,7 @@ def _fusion_problem(fusion: Instruction, dot: Instruction) -> GemmProblem:
                 transposed = tuple(o.shape.layout.minor_to_major) != tuple(out_shape.layout.minor_to_major) \
                     or (src is not o and src.opcode != "bitcast" and o.opcode == "transpose")
             epilogue_operands.append(EpilogueOperand(param.name, param.shape, kind, transposed))
+    moves, move_bytes = _moved_operands(dot)
     return GemmProblem(
         name=fusion.name, batch=b, m=m, n=n, k=k,
         lhs_type=dot.operands[0].shape.element_type, rhs_type=dot.operands[1].shape.element_type,
@@ -303,6 +341,7 @@ def _fusion_problem(fusion: Instruction, dot: Instruction) -> GemmProblem:
         rhs_expensive=_bfs_any(dot.operands[1], lambda i: i.opcode in EXPENSIVE_OPS),
         has_concatenate=_bfs_any(dot, lambda i: i.opcode == "concatenate"),
         prologue_ops=prologue, epilogue_ops=epilogue_ops, epilogue_operands=epilogue_operands,
+        prologue_moves=moves, prologue_move_bytes=move_bytes,
         output_canonical=is_canonical_layout(fusion.shape) if fusion.shape.is_array else True,
         output_shape=fusion.shape, precision=precision, algorithm=alg, source="fusion",
         lhs_k_major=_k_major(dot.operands[0].shape, dot.int_list("lhs_contracting_dims")),

@@ -76,3 +76,77 @@ def test_pairing_by_problem_then_order():
               g("z", "triton", "t", (1, 2, 3, 4, "bf16", "bf16"))]
     pairs = ba.pair(ours, theirs)
     assert [(o.name if o else None, t.name) for o, t in pairs] == [("b", "x"), ("a", "z"), ("c", "y")]
+
+
+# The fused QKV projection of a JAX llama training step (JAX 0.11.2, H100):
+# XLA's GEMM fusion concatenates the three weight matrices inside the Triton
+# GEMM; XLA kept Triton (its autotune_results: 64x128x64/s3/w4/tma).  A BLAS
+# fission would leave the concatenate as a kernel of its own.
+QKV = """
+HloModule qkv
+
+%gemm_fusion_dot.78_computation (parameter_0: bf16[512,512], parameter_1: bf16[512,512], parameter_2: bf16[512,512], parameter_3: bf16[512,512]) -> bf16[512,1536] {
+  %parameter_1 = bf16[512,512]{1,0} parameter(1)
+  %parameter_2 = bf16[512,512]{1,0} parameter(2)
+  %parameter_3 = bf16[512,512]{1,0} parameter(3)
+  %concatenate.18 = bf16[512,1536]{1,0} concatenate(%parameter_1, %parameter_2, %parameter_3), dimensions={1}
+  %parameter_0 = bf16[512,512]{1,0} parameter(0)
+  %dot.183 = bf16[1536,512]{0,1} dot(%concatenate.18, %parameter_0), lhs_contracting_dims={0}, rhs_contracting_dims={1}
+  ROOT %bitcast.713 = bf16[512,1536]{1,0} bitcast(%dot.183)
+}
+
+ENTRY %main (x: bf16[512,512], wq: bf16[512,512], wk: bf16[512,512], wv: bf16[512,512]) -> bf16[512,1536] {
+  %x = bf16[512,512]{1,0} parameter(0)
+  %wq = bf16[512,512]{1,0} parameter(1)
+  %wk = bf16[512,512]{1,0} parameter(2)
+  %wv = bf16[512,512]{1,0} parameter(3)
+  ROOT %gemm_fusion_dot.78 = bf16[512,1536]{1,0} fusion(%x, %wv, %wq, %wk), kind=kCustom, calls=%gemm_fusion_dot.78_computation, backend_config={"fusion_backend_config":{"kind":"__triton_nested_gemm_fusion"}}
+}
+"""
+
+
+def _qkv_problem(text):
+    from hlorun.autotune.problem import gemm_problem
+    from hlorun.text.parser import parse_module
+    m = parse_module(text)
+    return gemm_problem(m.entry.root)
+
+
+def test_a_concatenated_operand_costs_blas_a_kernel():
+    """The concatenate is a physical move of the lhs (1.5 MiB): the BLAS
+    candidates pay its kernel, Triton does not, and the model's choice is
+    Triton, as XLA's."""
+    from hlorun.autotune.candidates import blas_candidates, triton_candidates
+    from hlorun.autotune.devices import get_device
+    from hlorun.autotune.select import model_pick
+    p = _qkv_problem(QKV)
+    assert (p.m, p.n, p.k) == (1536, 512, 512)
+    assert (p.prologue_moves, p.prologue_move_bytes) == (1, 512 * 1536 * 2)
+    d = get_device("H100")
+    blas = [c for c in blas_candidates("cublaslt", p, d) if c.feasible]
+    assert blas and all(c.estimate.parts.get("unfused_kernels", 0) > 1.0 for c in blas)
+    assert model_pick(triton_candidates(p, d) + blas).backend == "triton"
+    # the same GEMM on a materialised [512,1536] weight: no move, no kernel
+    plain = _qkv_problem(QKV.replace("%concatenate.18 = bf16[512,1536]{1,0} concatenate(%parameter_1, %parameter_2, %parameter_3), dimensions={1}",
+                                     "%concatenate.18 = bf16[512,1536]{1,0} parameter(4)")
+                         .replace("parameter_3: bf16[512,512])", "parameter_3: bf16[512,512], p4: bf16[512,1536])")
+                         .replace("fusion(%x, %wv, %wq, %wk)", "fusion(%x, %wv, %wq, %wk, %w)")
+                         .replace("  ROOT %gemm_fusion_dot.78", "  %w = bf16[512,1536]{1,0} parameter(4)\n  ROOT %gemm_fusion_dot.78")
+                         .replace("wv: bf16[512,512])", "wv: bf16[512,512], w: bf16[512,1536])"))
+    assert plain.prologue_moves == 0
+    blas_plain = min(c.ns for c in blas_candidates("cublaslt", plain, d) if c.feasible)
+    assert min(c.ns for c in blas) > blas_plain + 1000   # the concatenate's kernel: > 1 us
+
+
+def test_a_bitcast_transpose_is_no_move():
+    """A transpose that only relabels dimensions under the layouts is a
+    bitcast: nothing is left behind by a fission."""
+    text = QKV.replace(
+        "%concatenate.18 = bf16[512,1536]{1,0} concatenate(%parameter_1, %parameter_2, %parameter_3), dimensions={1}",
+        "%concatenate.0 = bf16[512,1536]{1,0} concatenate(%parameter_1, %parameter_2, %parameter_3), dimensions={1}\n"
+        "  %concatenate.18 = bf16[512,1536]{1,0} transpose(%concatenate.0), dimensions={0,1}")
+    assert _qkv_problem(text).prologue_moves == 1          # still the concatenate
+    t = _qkv_problem(QKV.replace("%parameter_0 = bf16[512,512]{1,0} parameter(0)\n",
+                                 "%p0 = bf16[512,512]{1,0} parameter(0)\n"
+                                 "  %parameter_0 = bf16[512,512]{0,1} transpose(%p0), dimensions={1,0}\n"))
+    assert t.prologue_moves == 1                           # the rhs transpose is a bitcast
