@@ -6,6 +6,7 @@ instructions -- on real models run through gpu-cuda up to the pass."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,7 @@ class _Grab(Listener):
             raise _Stop()
 
 
+@lru_cache(maxsize=None)
 def pre_mof_text(path: Path) -> str:
     if path.is_dir():
         path = next(p for p in sorted(path.glob("*before_optimizations.txt*")))
