@@ -347,3 +347,9 @@ PROGRAMS = {
 #: XLA flags a program adds to the dump flags.
 EXTRA_FLAGS = {"dot_algorithms_no_triton": "--xla_gpu_enable_triton_gemm=false"}
 DONATE = {"adam_update": (0, 2, 3), "gqa_decode_loop": (2, 3)}
+
+# The held-out programs (testdata/xla-dumps-holdout/); bench/ is on sys.path
+# wherever this module is imported (xla_oracle_dumps.py puts it there).
+from xla_holdout_programs import HOLDOUT  # noqa: E402
+
+PROGRAMS.update(HOLDOUT)

@@ -1,8 +1,9 @@
 """Real XLA:GPU programs through the default pipeline (issue 14).
 
 Every dump folder of ``../shared/xla-dumps`` (gemm_sweep's 28 folders are
-``slow``) and ``testdata/xla-dumps`` (JAX 0.11.2 programs made by
-bench/xla_oracle_dumps.py):
+``slow``) and ``testdata/xla-dumps`` and ``testdata/xla-dumps-holdout`` (JAX 0.11.2
+programs made by bench/xla_oracle_dumps.py; the held-out set was never used
+to tune the passes):
 
 * XLA's ``before_optimizations`` module compiles on ``gpu-cuda`` with exit 0,
   with the passes the dump's own XLA_FLAGS switch off (info.json) switched off;
@@ -33,14 +34,14 @@ SLOW = {"transformer_12l_bf16"}
 
 def _dump_dirs() -> list:
     out = []
-    for root in (SHARED / "xla-dumps", TESTDATA / "xla-dumps"):
+    for root in (SHARED / "xla-dumps", TESTDATA / "xla-dumps", TESTDATA / "xla-dumps-holdout"):
         if not root.is_dir():
             continue
         for d in sorted(root.iterdir()):
             if d.name == "gemm_sweep":
                 out += [pytest.param(s, id=f"gemm_sweep/{s.name}", marks=pytest.mark.slow)
                         for s in sorted(d.iterdir()) if s.is_dir()]
-            elif d.is_dir():
+            elif d.is_dir() and any(d.glob("*.before_optimizations.txt*")):
                 marks = [pytest.mark.slow] if d.name in SLOW else []
                 out.append(pytest.param(d, id=d.name, marks=marks))
     return out
