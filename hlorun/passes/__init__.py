@@ -16,6 +16,8 @@ from .base import OpcodeRewriter, Pass, Remark, Target
 REGISTRY: dict[str, str] = {
     "algorithm-checker": "hlorun.passes.algorithm_checker:AlgorithmChecker",
     "algsimp": "hlorun.passes.algsimp:AlgebraicSimplifier",
+    "associative-scan-rewriter":
+        "hlorun.passes.reduce_window_rewriter:AssociativeScanRewriter",
     "autotuner": "hlorun.passes.autotuner:Autotuner",
     "call-inliner": "hlorun.passes.call_inliner:CallInliner",
     "comparison-expander": "hlorun.passes.comparison_expander:ComparisonExpander",
@@ -46,6 +48,7 @@ REGISTRY: dict[str, str] = {
     "multi_output_fusion": "hlorun.passes.multi_output_fusion:MultiOutputFusion",
     "operand_converter": "hlorun.passes.dot_operand_converter:DotOperandConverter",
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",
+    "reduce-window-rewriter": "hlorun.passes.reduce_window_rewriter:ReduceWindowRewriter",
     "reduction-dimension-grouper":
         "hlorun.passes.reduction_rewriters:ReductionDimensionGrouper",
     "reduction-splitter": "hlorun.passes.reduction_rewriters:ReductionSplitter",

@@ -31,6 +31,10 @@ after_optimizations modules in the dumps it makes XLA's choice for 385 of
   TreeReductionRewriter splits: dropout's f32[128,256] -> f32[128] -> f32[],
   moe's router sums): the native kernel is a fraction of one wave either
   way, and XLA measured the single Triton block faster;
+* block-level Triton chosen -- an f32 column reduction of at most 256 rows
+  whose outputs fill fewer 32-column tiles than the GPU has SMs (the second
+  stage of a split batch-norm or bias-gradient sum): less than a wave of
+  native column tiles, measured slower than one Triton tile per block;
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
   transposes) of elements narrower than 4 bytes (f32 transposes measured
   faster native), a loop transpose that moves the minor dimension to a
@@ -94,7 +98,9 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     (a layout-keeping permutation), loop-reduction (reductions computed
     elementally) or loop; ``short-row-reduction``: a row reduction of fewer
     rows than the device has SMs (``cores``), each at most
-    :data:`SHORT_ROW` long."""
+    :data:`SHORT_ROW` long; ``short-column-reduction``: an f32 column
+    reduction of at most :data:`SHORT_COLUMN` rows whose outputs fill fewer
+    32-column tiles than there are SMs."""
     body = fusion.fused_computation
     members = set(body.instructions)
     hero = find_hero(body.root, members)
@@ -104,7 +110,12 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
             if dims.dims[2] <= SHORT_ROW and dims.dims[0] * dims.dims[1] < cores:
                 return "short-row-reduction"
             return "row-reduction"
-        return "narrow-column-reduction" if dims.dims[2] < WARP_SIZE else "column-reduction"
+        if dims.dims[2] < WARP_SIZE:
+            return "narrow-column-reduction"
+        if (hero.operands[0].shape.element_type == "f32" and dims.dims[1] <= SHORT_COLUMN
+                and dims.dims[0] * dims.dims[2] < cores * WARP_SIZE):
+            return "short-column-reduction"
+        return "column-reduction"
     if tiled_transpose(hero):
         return "transpose"
     if any(_real_reduce(i) for i in members):
@@ -137,9 +148,17 @@ ONE_TRANSPOSE_TILE = 32 * 32
 #: 512 or more mostly native; a single row of 256 went both ways)
 SHORT_ROW = 256
 
+#: The longest f32 column a "short-column-reduction" has (fitted: f32
+#: columns of 64 to 256 rows with fewer outputs than SMs x 32 went Triton in
+#: the dumps -- resnet's split batch-norm sums [128, 64] -> [64], the
+#: mlp_train_f32 bias gradients [256, 1024] -- columns of 512 rows and bf16
+#: columns stayed native)
+SHORT_COLUMN = 256
+
 #: Native emitters the model expects the block-level emitter to beat.
 TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction",
-                         "loop-transpose-minor", "short-row-reduction"})
+                         "loop-transpose-minor", "short-row-reduction",
+                         "short-column-reduction"})
 #: Elements per SM below which a loop fusion computing reductions elementally
 #: stays native (fitted to XLA's measured choices on the dumps: split-K
 #: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on

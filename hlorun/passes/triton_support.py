@@ -23,7 +23,7 @@ import math
 from ..ir.module import Instruction
 from ..ir.opcode import ELEMENTWISE
 from .convert_triton_gemm_config import block_level_config
-from .triton_tiling import untileable_reshape
+from .triton_tiling import untileable
 
 _SUPPORTED_OTHER = frozenset({
     "parameter", "constant", "broadcast", "bitcast", "reshape", "transpose", "reduce", "iota",
@@ -83,7 +83,7 @@ def triton_supported_computation(fusion: Instruction) -> str | None:
         why = unsupported_instruction(i)
         if why:
             return why
-    return untileable_reshape(body.instructions)
+    return untileable(body.post_order())
 
 
 def _reduced_elements(fusion: Instruction) -> int:

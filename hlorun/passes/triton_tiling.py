@@ -18,6 +18,13 @@ larger than the moduli.  Example (mlp_train_mixed): the loss
 ``reduce(bitcast f32[256,10] -> f32[2560])`` cannot join the log-softmax
 ``__triton`` fusion, and XLA keeps it as a native reduction kernel.
 
+A column reduction (one that keeps the minor dimension) computed from a
+row reduction's result (which reduced it) would need both reduced extents
+in one tile -- one block, or the row reduction recomputed per output tile;
+no XLA ``__triton`` fusion in the dumps has one (XLA's tiled cost model
+rejects them), so :func:`column_after_row` refuses such fusions (gpt_ln's
+layer-norm gradient keeps its bias/scale gradient sums apart).
+
 Simplification (stated): only reshapes whose result reaches a reduce's
 reduced dimension through same-shape elementwise ops inside one fusion unit
 are checked; dimensions the tiling search may tile freely (powers of two,
@@ -102,4 +109,68 @@ def untileable_reshape(instructions) -> str | None:
     return None
 
 
-__all__ = ["collapsed_groups", "untileable_reshape"]
+def untileable(instructions) -> str | None:
+    """:func:`untileable_reshape` or :func:`column_after_row` on one fusion
+    body or unit (``instructions`` in post order)."""
+    return untileable_reshape(instructions) or column_after_row(instructions)
+
+
+def _is_row(reduce: Instruction) -> bool | None:
+    from .priority_fusion.analysis import reduction_dims
+    if reduce.shape.is_tuple or not reduce.operands[0].shape.is_array:
+        return None
+    return reduction_dims(reduce).is_row
+
+
+def _row_reduced(instructions) -> dict:
+    """Member -> whether its value depends on a row reduction (among
+    ``instructions``, in post order)."""
+    members = set(instructions)
+    after: dict[Instruction, bool] = {}
+    for i in instructions:
+        after[i] = any(after.get(o, False) for o in i.operands if o in members) or (
+            i.opcode == "reduce" and bool(_is_row(i)))
+    return after
+
+
+def column_after_row(instructions, seeds=()) -> str | None:
+    """Why a column reduction among ``instructions`` (post order) reads a
+    row reduction's result, or None; ``seeds``: members whose values come
+    from a row reduction outside (a fused producer's)."""
+    members = set(instructions)
+    after: dict[Instruction, bool] = {s: True for s in seeds}
+    for i in instructions:
+        up = after.get(i, False) or any(after.get(o, False) for o in i.operands if o in members
+                                         or o in after)
+        if i.opcode == "reduce" and up and _is_row(i) is False:
+            return (f"{i.name}: a column reduction of a row reduction's result cannot be "
+                    f"tiled (both reduced extents in one tile)")
+        after[i] = up or (i.opcode == "reduce" and bool(_is_row(i)))
+    return None
+
+
+def producer_after_row(unit: Instruction) -> bool:
+    """Whether ``unit``'s (a fusion's or an instruction's) value depends on a
+    row reduction."""
+    if unit.opcode != "fusion":
+        return unit.opcode == "reduce" and bool(_is_row(unit))
+    body = unit.fused_computation
+    return _row_reduced(body.post_order()).get(body.root, False)
+
+
+def consumer_refuses(producer: Instruction, consumer: Instruction) -> str | None:
+    """:func:`column_after_row` for ``producer`` fused into ``consumer``."""
+    if not producer_after_row(producer):
+        return None
+    if consumer.opcode != "fusion":
+        if consumer.opcode == "reduce" and _is_row(consumer) is False:
+            return (f"{consumer.name}: a column reduction of a row reduction's result "
+                    f"cannot be tiled (both reduced extents in one tile)")
+        return None
+    body = consumer.fused_computation
+    seeds = [body.parameters[n] for n, o in enumerate(consumer.operands) if o is producer]
+    return column_after_row(body.post_order(), seeds)
+
+
+__all__ = ["collapsed_groups", "column_after_row", "consumer_refuses", "untileable",
+           "untileable_reshape"]

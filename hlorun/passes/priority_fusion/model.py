@@ -169,7 +169,19 @@ def _reads_per_eval(user: Instruction, operand_index: int) -> float:
         return _elements(user.operands[operand_index]) / max(1, _elements(user))
     if user.opcode == "concatenate":
         return _elements(user.operands[operand_index]) / max(1, _elements(user))
+    if user.opcode == "reduce-window" and operand_index < len(user.operands) // 2:
+        # HloCostAnalysis::HandleReduceWindow (count_multiple_input_accesses):
+        # every output element reads a whole window
+        return float(_window_elements(user))
     return 1.0
+
+
+def _window_elements(rw: Instruction) -> int:
+    from ...ir.attrs import parse_window
+    n = 1
+    for w in parse_window(rw.attrs.get("window", "{}")):
+        n *= w.size
+    return n
 
 
 #: ``ElementalIrEmitter::OpInvalidatesCache``: ops that open basic blocks

@@ -42,7 +42,7 @@ def unit_refusal(unit: Instruction) -> str | None:
     """Why ``unit`` (an instruction or a fusion) cannot be part of a Triton
     fusion, or None."""
     from ..triton_support import unsupported_instruction
-    from ..triton_tiling import untileable_reshape
+    from ..triton_tiling import untileable
     if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
         return "multi-output fusions are not supported by the Triton emitter"
     members = _members(unit)
@@ -50,7 +50,8 @@ def unit_refusal(unit: Instruction) -> str | None:
         why = unsupported_instruction(m)
         if why:
             return why
-    return untileable_reshape(members)
+    return untileable(unit.fused_computation.post_order() if unit.opcode == "fusion"
+                      else members)
 
 
 def can_fuse_triton(producer: Instruction, consumer: Instruction,
@@ -63,7 +64,8 @@ def can_fuse_triton(producer: Instruction, consumer: Instruction,
             return why
     if producer.shape.is_tuple or consumer.shape.is_tuple:
         return "tuple-shaped values are not supported by the Triton emitter"
-    return None
+    from ..triton_tiling import consumer_refuses
+    return consumer_refuses(producer, consumer)
 
 
 def _bytes(shape) -> int:
