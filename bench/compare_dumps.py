@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DIRS = [ROOT.parent / "shared" / "xla-dumps", ROOT / "testdata" / "xla-dumps"]
+DEFAULT_DIRS = [ROOT.parent / "shared" / "xla-dumps", ROOT / "testdata" / "xla-dumps",
+                ROOT / "testdata" / "xla-dumps-holdout"]
 
 
 def _pick(folder: Path, pattern: str) -> Path | None:

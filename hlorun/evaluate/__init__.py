@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import (conv, core, custom_calls, elementwise, extra_ops, fmha, indexing,  # noqa: F401
-               linalg, reduction, shapes, topk_calls)
+               linalg, reduction, scan, shapes, topk_calls)
 from .compare import (Comparison, LeafDiff, compare_arrays, compare_values, tolerance_for,
                       tolerance_types)
 from .core import DEFAULT_MAX_BYTES, DEFAULT_MAX_WHILE_ITERATIONS, Evaluator
