@@ -1149,3 +1149,25 @@ def inserted_or_deleted_1_sized_dimensions(shape_pre: Shape, shape_post: Shape
                 return None
             inserted.append(d)
     return deleted, inserted
+
+
+def merely_inserts_or_deletes_unit_dims(src: Shape, dst: Shape) -> tuple[list[int], list[int]] | None:
+    """``ShapeUtil::InsertedOrDeleted1SizedDimensions``: (deleted dims of
+    ``src``, inserted dims of ``dst``) when the reshape ``src -> dst`` only
+    adds or removes unit dimensions, else None."""
+    i = j = 0
+    deleted, inserted = [], []
+    a, b = src.dimensions, dst.dimensions
+    while i < len(a) or j < len(b):
+        if i < len(a) and j < len(b) and a[i] == b[j]:
+            i += 1
+            j += 1
+        elif i < len(a) and a[i] == 1:
+            deleted.append(i)
+            i += 1
+        elif j < len(b) and b[j] == 1:
+            inserted.append(j)
+            j += 1
+        else:
+            return None
+    return deleted, inserted

@@ -21,7 +21,7 @@ from ..ir.attrs import parse_dim_labels
 from ..ir.module import Instruction
 from ..ir.shape import Shape, make_shape_with_descending_layout_and_same_physical_layout as normalize
 from .conv_matching import format_conv_dims, make_conv_dims
-from .conv_rewriter import CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_TARGETS
+from .conv_rewriter import CONV_TARGETS, conv_roles
 
 
 def is_dnn_convolution(instr: Instruction) -> bool:
@@ -38,12 +38,7 @@ def normalized_dim_labels(hlo: Instruction) -> str:
     lhs, rhs = hlo.operands[0].shape, hlo.operands[1].shape
     out = hlo.shape.tuple_shapes[0] if hlo.shape.is_tuple else hlo.shape
     target = hlo.custom_call_target
-    if target == CONV_BACKWARD_INPUT:
-        inp, filt, res = out, rhs, lhs
-    elif target == CONV_BACKWARD_FILTER:
-        inp, filt, res = lhs, out, rhs
-    else:
-        inp, filt, res = lhs, rhs, out
+    inp, filt, res = conv_roles(target, lhs, rhs, out)
     new = make_conv_dims(
         _physical(d.input_batch, inp), _physical(d.input_feature, inp),
         [_physical(x, inp) for x in d.input_spatial],

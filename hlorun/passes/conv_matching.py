@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..ir.attrs import ConvDims, WindowDim, format_int_list, parse_dim_labels, parse_window
 from ..ir.module import Instruction
-from ..ir.shape import Shape
+from ..ir.shape import Shape, merely_inserts_or_deletes_unit_dims
 
 
 def conv_window(conv: Instruction) -> list[WindowDim]:
@@ -87,28 +87,6 @@ def looks_like_forward(conv: Instruction) -> bool:
                for k, o in zip(dl.kernel_spatial, dl.output_spatial))
 
 
-def inserted_unit_dims(src: Shape, dst: Shape) -> tuple[list[int], list[int]] | None:
-    """``ReshapeMerelyInsertsOrDeletes1SizedDimensions``: (deleted dims of
-    ``src``, inserted dims of ``dst``), or None when the reshape moves other
-    sizes."""
-    a, b = list(src.dimensions), list(dst.dimensions)
-    i = j = 0
-    deleted, inserted = [], []
-    while i < len(a) or j < len(b):
-        if i < len(a) and j < len(b) and a[i] == b[j]:
-            i += 1
-            j += 1
-        elif i < len(a) and a[i] == 1:
-            deleted.append(i)
-            i += 1
-        elif j < len(b) and b[j] == 1:
-            inserted.append(j)
-            j += 1
-        else:
-            return None
-    return deleted, inserted
-
-
 def maybe_conv1d_as_conv2d(conv: Instruction) -> bool:
     """``MaybeConv1dToConv2d``: a 2D convolution whose filter is a reshape
     inserting one unit dimension, a kernel spatial one."""
@@ -116,7 +94,7 @@ def maybe_conv1d_as_conv2d(conv: Instruction) -> bool:
     filt = conv.operands[1]
     if len(window) != 2 or filt.opcode != "reshape":
         return False
-    got = inserted_unit_dims(filt.operands[0].shape, filt.shape)
+    got = merely_inserts_or_deletes_unit_dims(filt.operands[0].shape, filt.shape)
     if got is None or got[0] or len(got[1]) != 1:
         return False
     return got[1][0] in parse_dim_labels(conv.attrs["dim_labels"]).kernel_spatial

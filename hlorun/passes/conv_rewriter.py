@@ -53,6 +53,20 @@ CONV_NAMES = {CONV_FORWARD: "cudnn-conv", CONV_BACKWARD_INPUT: "cudnn-conv-bw-in
               CONV_BIAS_ACTIVATION: "cudnn-conv-bias-activation"}
 
 
+def conv_roles(target: str, lhs, rhs, result):
+    """(input, filter, output) of a cuDNN convolution call from its (lhs,
+    rhs, result) -- whatever is passed: shapes, layouts, dimension lists.
+    A backward-input call computes the input from (output gradient,
+    filter); a backward-filter call the filter from (input, output
+    gradient).  The mapping is its own inverse: ``conv_roles(target, input,
+    filter, output)`` gives (lhs, rhs, result)."""
+    if target == CONV_BACKWARD_INPUT:
+        return result, rhs, lhs
+    if target == CONV_BACKWARD_FILTER:
+        return lhs, result, rhs
+    return lhs, rhs, result
+
+
 def default_conv_backend_config(activation: str = "kNone", side_input_scale: float = 0,
                                 conv_result_scale: float = 1) -> dict:
     """``GpuBackendConfig`` with ``CudnnConvBackendConfig`` defaults, as XLA

@@ -33,7 +33,7 @@ from ..ir.module import Instruction, Module
 from ..ir.shape import Shape, byte_width
 from .base import Pass
 from .conv_padding_legalization import call_elements, make_pad, make_slice, rewire_elements
-from .conv_rewriter import CONV_BACKWARD_FILTER, CONV_BACKWARD_INPUT, CONV_BIAS_ACTIVATION, CONV_TARGETS
+from .conv_rewriter import CONV_BIAS_ACTIVATION, CONV_TARGETS, conv_roles
 from .dfs_rewrite import add_instruction, nonfusion_computations
 
 #: padding may grow lhs, rhs and result by at most this factor (bytes)
@@ -65,13 +65,7 @@ def padded_shapes(conv: Instruction) -> tuple[list[int], list[int], list[int]] |
     d = parse_dim_labels(conv.attrs["dim_labels"])
     lhs, rhs, res = (list(conv.operands[0].shape.dimensions), list(conv.operands[1].shape.dimensions),
                      list(result.dimensions))
-    target = conv.custom_call_target
-    if target == CONV_BACKWARD_INPUT:
-        inp, filt, out = res, rhs, lhs
-    elif target == CONV_BACKWARD_FILTER:
-        inp, filt, out = lhs, res, rhs
-    else:
-        inp, filt, out = lhs, rhs, res
+    inp, filt, out = conv_roles(conv.custom_call_target, lhs, rhs, res)
     if inp[d.input_feature] == 3 and out[d.output_feature] in (32, 64):
         inp[d.input_feature] = 4
         filt[d.kernel_input_feature] = 4

@@ -14,7 +14,8 @@ from ...ir.build import permute_dimensions
 from ...ir.literal import Literal
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
-from ...ir.shape import (Shape, bit_width, inverse_permutation, reshape_is_bitcast, transpose_is_bitcast)
+from ...ir.shape import (Shape, bit_width, inverse_permutation, merely_inserts_or_deletes_unit_dims,
+                         reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import add as add_rules
 from . import concat as concat_rules
@@ -25,28 +26,6 @@ from .shapes import same_shape
 
 if TYPE_CHECKING:
     from . import AlgebraicSimplifier
-
-
-def merely_inserts_or_deletes_unit_dims(src: Shape, dst: Shape) -> tuple[list[int], list[int]] | None:
-    """``ShapeUtil::InsertedOrDeleted1SizedDimensions``: (deleted dims of
-    ``src``, inserted dims of ``dst``) when the reshape ``src -> dst`` only
-    adds or removes unit dimensions, else None."""
-    i = j = 0
-    deleted, inserted = [], []
-    a, b = src.dimensions, dst.dimensions
-    while i < len(a) or j < len(b):
-        if i < len(a) and j < len(b) and a[i] == b[j]:
-            i += 1
-            j += 1
-        elif i < len(a) and a[i] == 1:
-            deleted.append(i)
-            i += 1
-        elif j < len(b) and b[j] == 1:
-            inserted.append(j)
-            j += 1
-        else:
-            return None
-    return deleted, inserted
 
 
 def reshape_leaves_dimensions_unmodified(reshape: Instruction, dims: tuple[int, ...]

@@ -30,6 +30,7 @@ from __future__ import annotations
 from ...ir.attrs import parse_dim_labels
 from ...ir.module import Instruction
 from ...ir.shape import Layout, is_f8, is_integral
+from ..conv_rewriter import conv_roles
 from .propagation import Propagation
 
 FORWARD = ("__cudnn$convForward", "__cudnn$convBiasActivationForward")
@@ -104,17 +105,11 @@ def add_conv_constraints(prop: Propagation, conv: Instruction, target, remark=No
                          "left unconstrained", "missed")
         return
     inp, filt, out = conv_layouts(conv, which)
-    target_name = conv.custom_call_target
-    if target_name == BACKWARD_INPUT:
-        lhs, rhs, result = out, filt, inp
-    elif target_name == BACKWARD_FILTER:
-        lhs, rhs, result = inp, out, filt
-    else:
-        lhs, rhs, result = inp, filt, out
+    lhs, rhs, result = conv_roles(conv.custom_call_target, inp, filt, out)
     prop.set_operand_layout(lhs, conv, 0)
     prop.set_operand_layout(rhs, conv, 1)
     prop.set_element_layout(result, conv, 0)
-    if target_name == FORWARD[1] and len(conv.operands) == 4:
+    if conv.custom_call_target == FORWARD[1] and len(conv.operands) == 4:
         prop.set_operand_layout(out, conv, 3)
     if remark is not None:
         remark(conv, f"cuDNN convolution in {which}: lhs {lhs}, rhs {rhs}, result {result}")
