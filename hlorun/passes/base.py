@@ -39,6 +39,16 @@ class Target:
     def is_cuda(self) -> bool:
         return self.platform == "cuda"
 
+    @property
+    def cc_version(self) -> tuple[int, int]:
+        """The CUDA compute capability as (major, minor); (0, 0) when it is
+        not a CUDA version string (ROCm's "gfx942")."""
+        major, _, minor = self.compute_capability.partition(".")
+        try:
+            return int(major), int(minor or 0)
+        except ValueError:
+            return (0, 0)
+
 
 @dataclass(slots=True)
 class Remark:

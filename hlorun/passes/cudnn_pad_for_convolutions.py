@@ -90,7 +90,7 @@ class CudnnPadForConvolutions(Pass):
     name = "cudnn_pad_for_convolutions"
 
     def run(self, module: Module) -> bool:
-        if not self.target.is_cuda or _cc(self.target) < (7, 0):
+        if not self.target.is_cuda or self.target.cc_version < (7, 0):
             return False
         changed = False
         for comp in nonfusion_computations(module):
@@ -119,11 +119,3 @@ class CudnnPadForConvolutions(Pass):
         if res != list(result.dimensions):
             elements[0] = make_slice(elements[0], [0] * len(res), list(result.dimensions))
         rewire_elements(conv, elements)
-
-
-def _cc(target) -> tuple[int, int]:
-    try:
-        major, _, minor = target.compute_capability.partition(".")
-        return int(major), int(minor or 0)
-    except ValueError:
-        return (0, 0)

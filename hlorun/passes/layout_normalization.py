@@ -33,6 +33,7 @@ from ..ir.shape import (SUB_BYTE_TYPES, Shape, change_element_type, compose_perm
                         make_shape_with_descending_layout_and_same_physical_layout,
                         permute, reshape_is_bitcast, with_element_size_in_bits)
 from .base import Pass
+from .conv_matching import format_conv_dims, make_conv_dims
 from .dfs_rewrite import DfsRewriteVisitor, make
 
 
@@ -451,15 +452,10 @@ def _window_output(size: int, w) -> int:
 
 
 def format_dim_labels(rank: int, lhs, rhs, out) -> str:
-    """XLA's ConvolutionDimensionNumbersToString."""
-    def one(first: int, second: int, spatial, letters: str) -> str:
-        chars = ["?"] * rank
-        chars[first], chars[second] = letters[0], letters[1]
-        for i, dim in enumerate(spatial):
-            chars[dim] = str(i)
-        return "".join(chars)
-    return (one(lhs[0], lhs[1], lhs[2], "bf") + "_" + one(rhs[0], rhs[1], rhs[2], "io")
-            + "->" + one(out[0], out[1], out[2], "bf"))
+    """XLA's ConvolutionDimensionNumbersToString of (batch, feature, spatial)
+    triples for the input, the kernel (input feature, output feature,
+    spatial) and the output."""
+    return format_conv_dims(make_conv_dims(*lhs, *rhs, *out), rank)
 
 
 @dataclass(frozen=True)

@@ -45,13 +45,6 @@ def is_dnn_convolution(instr: Instruction) -> bool:
     return instr.opcode == "custom-call" and instr.custom_call_target in DNN_CONVOLUTIONS
 
 
-def _cc(target) -> tuple[int, int]:
-    try:
-        major, _, minor = target.compute_capability.partition(".")
-        return int(major), int(minor or 0)
-    except ValueError:
-        return (0, 0)
-
 
 def heuristic_layout(conv: Instruction, target) -> str | None:
     """``HeuristicLayoutAssignment``: NCHW or NHWC (None: NCHW_VECT_C)."""
@@ -66,7 +59,7 @@ def heuristic_layout(conv: Instruction, target) -> str | None:
     if is_f8(t):
         return NHWC
     if target.is_cuda:
-        cc = _cc(target)
+        cc = target.cc_version
         if cc >= (9, 0):
             if t == "f64" or nsp > 2:
                 return NCHW
