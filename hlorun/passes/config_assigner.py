@@ -10,8 +10,9 @@ Triton emitter supports (:mod:`.triton_support`; multi-output fusions are
 not).  XLA then *measures* both emitters on the device and keeps the faster;
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
-after_optimizations modules in the dumps it makes XLA's choice for 385 of
-417, tests/passes/test_config_assigner_dumps.py):
+after_optimizations modules in the dumps it makes XLA's choice for 389 of
+414, tests/passes/test_config_assigner_dumps.py; 570 of 630 with the
+held-out dumps of testdata/xla-dumps-holdout):
 
 * native emitter kept -- the reduction emitter (a row or column reduction
   hero: its tiled, vectorised kernels are what Triton is measured against
@@ -26,6 +27,14 @@ after_optimizations modules in the dumps it makes XLA's choice for 385 of
   each warp 32 adjacent columns, so most lanes idle (XLA picked Triton for
   all 4 such fusions in the dumps: bias gradients of 10-class heads, an
   8-expert router);
+* block-level Triton chosen -- a full reduction to one value (a single
+  row) of a plain vector: a gradient leaf's sum of squares, the second
+  stage of a split sum (adamw_clip_tree's global norm, clip_loss's means):
+  one thread block either way, measured faster as one Triton tile -- but
+  the native emitter is kept when the row is a bitcast or reshape of an
+  array with two or more non-trivial dimensions (the transformers' loss
+  mean over f32[4,128,1], cross-entropy over f32[8,256]: XLA kept every
+  such one native);
 * block-level Triton chosen -- a row reduction of fewer rows than the GPU
   has SMs, each at most 256 elements long (the loss reductions that
   TreeReductionRewriter splits: dropout's f32[128,256] -> f32[128] -> f32[],
@@ -107,6 +116,10 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     if hero.opcode == "reduce" and is_real_reduction_hero(body.root, hero):
         dims = reduction_dims(hero)
         if dims.is_row:
+            if dims.dims[0] * dims.dims[1] == 1:
+                # a full reduction to one value: Triton unless its input is an
+                # array collapsed into the row (see _collapses_into_row)
+                return "row-reduction" if _collapses_into_row(hero) else "single-row-reduction"
             if dims.dims[2] <= SHORT_ROW and dims.dims[0] * dims.dims[1] < cores:
                 return "short-row-reduction"
             return "row-reduction"
@@ -126,6 +139,30 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     if transposes:
         return "loop-transpose"
     return "loop"
+
+
+def _collapses_into_row(reduce: Instruction) -> bool:
+    """Whether the reduce's input is computed from a bitcast or reshape of an
+    array with two or more dimensions longer than 1 (``f32[4,128,1]`` ->
+    ``f32[512]``, ``f32[8,256]`` -> ``f32[2048]``): the block-level emitter
+    must tile the collapsed row through that reshape, and XLA measured the
+    native kernel faster on every such single-row reduction in the dumps
+    (transformer losses, cross-entropy means, lstm's f32[32,8] sum), while
+    single rows read as plain vectors (a gradient leaf's sum of squares,
+    ``f32[512,1,1]``) went to Triton."""
+    seen: set[int] = set()
+    stack = [reduce.operands[0]]
+    while stack:
+        i = stack.pop()
+        if id(i) in seen or i.opcode == "parameter":
+            continue
+        seen.add(id(i))
+        if i.opcode in ("bitcast", "reshape"):
+            src = i.operands[0].shape
+            if src.is_array and sum(1 for d in src.dimensions if d != 1) >= 2:
+                return True
+        stack.extend(i.operands)
+    return False
 
 
 def _moves_minor(t: Instruction) -> bool:
@@ -158,7 +195,7 @@ SHORT_COLUMN = 256
 #: Native emitters the model expects the block-level emitter to beat.
 TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction",
                          "loop-transpose-minor", "short-row-reduction",
-                         "short-column-reduction"})
+                         "short-column-reduction", "single-row-reduction"})
 #: Elements per SM below which a loop fusion computing reductions elementally
 #: stays native (fitted to XLA's measured choices on the dumps: split-K
 #: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on

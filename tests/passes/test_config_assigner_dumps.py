@@ -51,3 +51,36 @@ def test_config_assigner_agrees_with_xla_measurements():
         pytest.skip("no XLA dumps")
     assert total >= 200
     assert agree / total >= 0.85, f"{agree}/{total}"
+
+
+def _fusion(dump: str, name: str):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import kernel_lists
+
+    import hlorun
+    d = ROOT / "testdata" / dump
+    if not d.is_dir():
+        pytest.skip(f"no dump {dump}")
+    module = hlorun.load_module(kernel_lists.dump_files(d)[1])
+    return next(i for c in module.computations for i in c.instructions if i.name == name)
+
+
+@pytest.mark.parametrize("dump,name,emitter,triton", [
+    # a gradient leaf's sum of squares: bf16[1024] -> f32[] (XLA: __triton)
+    ("xla-dumps-holdout/adamw_clip_tree", "input_reduce_fusion.5", "single-row-reduction", True),
+    # second stage of a split sum, f32[2048] -> f32[] (XLA: __triton)
+    ("xla-dumps-holdout/adamw_clip_tree", "input_reduce_fusion.8", "single-row-reduction", True),
+    # the loss mean over f32[4,128,1] bitcast to f32[512] (XLA: native)
+    ("xla-dumps/transformer_2l_bf16", "input_reduce_fusion", "row-reduction", False),
+    # lstm's sum over f32[32,8] bitcast to f32[256] (XLA: native)
+    ("xla-dumps-holdout/lstm_scan_train_f32", "input_reduce_fusion.1", "row-reduction", False),
+])
+def test_single_row_reductions(dump, name, emitter, triton):
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kInput"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == emitter
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    assert (fusion.fusion_kind == "kCustom") is triton
