@@ -18,7 +18,7 @@ from collections import Counter
 from html import escape
 from typing import Any
 
-MAX_NODES = 300
+MAX_NODES = 400
 GROUPS = 120
 
 #: kind class -> (label, colour)
