@@ -12,9 +12,10 @@ A kernel's time is ``compute + memory - 0.95 * min(compute, memory)``
   (element size / 64-byte transactions of the bandwidth); bandwidth is
   capped at ``blocks x clock x 32 transactions`` (``AdjustBandwidth``);
   the output is written once at DRAM bandwidth;
-* compute: one flop per element evaluation of an arithmetic op (the
-  reduction's add per input element), at ``min(blocks, SMs) x min(threads,
-  128) x 2 x clock`` flop/ns;
+* compute: per element evaluation of an elementwise op, the clock cycles
+  XLA measured for that (opcode, element type) on sm_90 (3 when unlisted;
+  :mod:`.op_profiles`); a reduce costs its reducer's flops per reduced
+  element; at ``min(blocks, SMs) x min(threads, 128) x 2 x clock`` flop/ns;
 * launch dimensions of the emitter the fusion would get: loop kernels 128
   threads per block and 4 elements per thread when the size allows; row
   reductions up to 1024 threads along a row, several rows per block; column
@@ -27,8 +28,8 @@ value read many times through a broadcast, a reduction or by several
 non-elementwise users is computed (and its inputs read) that many times --
 this is how duplication in a fusion costs -- but an elementwise value is
 computed once per element however many elementwise users read it (the
-emitter caches it per index).  Not modelled (stated): per-opcode flop costs from XLA's HLO op
-profiles, the indexing-map coalescing analysis and the Triton/tiled cost
+emitter caches it per index).  Not modelled (stated): the op profiles of
+devices other than sm_90, the indexing-map coalescing analysis and the Triton/tiled cost
 model; device numbers are the data-sheet values of the target device.
 """
 
@@ -41,6 +42,7 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width
 from ..base import Target
+from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, computation_flops, flops_per_element
 from .analysis import FusionView, concatenate_hero, emitter_kind, fused_members, reduction_dims, tiled_transpose
 
 LAUNCH_US = 1.0
@@ -197,6 +199,17 @@ INVALIDATES_CACHE = frozenset({"concatenate", "dot", "dynamic-update-slice", "pa
 CONCAT_FLOPS, CONCAT_DIVERGENT_FLOPS = 6, 400
 
 
+def reduce_flops_per_output(reduce: Instruction) -> float:
+    """``HloCostAnalysis::HandleReduce``: the reducer's flops per reduced
+    element (input elements less output elements), per output element."""
+    n_in = math.prod(reduce.operands[0].shape.dimensions)
+    shape = reduce.shape.tuple_shapes[0] if reduce.shape.is_tuple else reduce.shape
+    n_out = max(1, math.prod(shape.dimensions))
+    comp = reduce.to_apply
+    per = computation_flops(comp) if comp is not None else DEFAULT_FLOPS_PER_ELEMENT
+    return (n_in - n_out) * per / n_out
+
+
 def concatenate_flops(concat: Instruction) -> int:
     """Flops per output element of ``concat``."""
     dim = concat.dimensions[0]
@@ -288,12 +301,14 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
         if op_m in INVALIDATES_CACHE:
             splits += times
         if op_m in ELEMENTWISE:
-            if op_m != "convert" and op_m != "copy":
-                flops += n
+            if op_m != "copy":
+                flops += n * flops_per_element(op_m, m.shape.element_type)
             passes = True
         else:
             if op_m == "concatenate":
                 flops += n * concatenate_flops(m)
+            elif op_m == "reduce":
+                flops += n * reduce_flops_per_output(m)
             passes = op_m == "tuple" or op_m == "get-tuple-element"
         for i, op in enumerate(m.operands):
             src = op if op in member_set else resolve(op)
@@ -311,8 +326,6 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
                     target[src] = got | rs
                 continue
             reads = n * _reads_per_eval(m, i)
-            if op_m == "reduce" and i < len(m.operands) // 2:
-                flops += reads
             if got is None:
                 target[src] = frozenset((src,))
             elif src not in got:
