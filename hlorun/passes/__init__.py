@@ -69,6 +69,7 @@ REGISTRY: dict[str, str] = {
     "tree-reduction-rewriter": "hlorun.passes.reduction_rewriters:TreeReductionRewriter",
     "triton-gemm-rewriter": "hlorun.passes.gemm_fusion:GemmFusion",
     "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",
+    "while-loop-simplifier": "hlorun.passes.while_loop_simplifier:WhileLoopSimplifier",
 }
 
 

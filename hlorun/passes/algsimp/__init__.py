@@ -32,12 +32,14 @@ does is not implemented and left unchanged):
   transpose(broadcast(x)) -> broadcast(x) when x's dimensions keep their
   order; layout-sensitive: a transpose that is a bitcast becomes a bitcast;
 * convert / copy: no-op converts and copies removed;
-* add: see :mod:`.add` (A + 0 -> A; A + scatter-add(B) -> scatter-add(A + B));
+* add / multiply: see :mod:`.add` (A + 0 -> A; A * 1 -> A; A + scatter-add(B) ->
+  scatter-add(A + B));
 * reverse of size-1 dimensions only: removed;
 * maximum / minimum: identities (``max(x, x)``, ``max(x, -inf)``,
   ``max(max(x, y), y)`` ...), see :mod:`.minmax`;
 * concatenate: see :mod:`.concat` (unary and empty operands, nested
   concatenates flattened in layout-insensitive mode, adjacent slices merged);
+* slice: see :mod:`.slice` (no-op slices removed, slice(slice(x)) merged);
 * reduce: see :mod:`.reduce` (XLA's HandleReduce: reduce of reduce,
   reshape, transpose, negate; count-keeping reduces become reshapes).
 

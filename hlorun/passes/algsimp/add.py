@@ -1,4 +1,6 @@
-"""algsimp's add rewrites (a subset of XLA's ``AlgebraicSimplifierVisitor::HandleAdd``):
+"""algsimp's add rewrites (a subset of XLA's ``AlgebraicSimplifierVisitor::HandleAdd``),
+and ``HandleMultiply``'s first rule, ``A * 1`` and ``1 * A`` -> ``A`` (a
+constant of ones or a broadcast of one, when the shapes agree):
 
 * ``A + 0`` and ``0 + A`` -> ``A`` (a zero constant, or a broadcast of one,
   when the shapes agree);
@@ -21,11 +23,23 @@ if TYPE_CHECKING:
     from .visitor import AlgsimpVisitor
 
 
-def is_all_zero(x: Instruction) -> bool:
-    """``IsAll(x, 0)``: a constant of zeros, or a broadcast of one."""
+def is_all(x: Instruction, value: int) -> bool:
+    """``IsAll(x, value)``: a constant of ``value``, or a broadcast of one."""
     while x.opcode == "broadcast":
         x = x.operands[0]
-    return x.opcode == "constant" and x.literal is not None and x.literal.is_scalar_value(0)
+    return x.opcode == "constant" and x.literal is not None and x.literal.is_scalar_value(value)
+
+
+def is_all_zero(x: Instruction) -> bool:
+    return is_all(x, 0)
+
+
+def handle_multiply(v: "AlgsimpVisitor", mul: Instruction) -> None:
+    lhs, rhs = mul.operands
+    if is_all(rhs, 1) and same_shape(mul.shape, lhs.shape, v.layout_sensitive):
+        v.replace_with_operand(mul, lhs)
+    elif is_all(lhs, 1) and same_shape(mul.shape, rhs.shape, v.layout_sensitive):
+        v.replace_with_operand(mul, rhs)
 
 
 def _add_scatter(x: Instruction) -> bool:
@@ -59,4 +73,4 @@ def handle_add(v: "AlgsimpVisitor", add: Instruction) -> None:
         v.replace_with_operand(add, scatter)
 
 
-__all__ = ["handle_add", "is_all_zero"]
+__all__ = ["handle_add", "handle_multiply", "is_all", "is_all_zero"]

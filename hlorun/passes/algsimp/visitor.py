@@ -22,6 +22,7 @@ from . import concat as concat_rules
 from . import dot as dot_rules
 from . import minmax as minmax_rules
 from . import reduce as reduce_rules
+from . import slice as slice_rules
 from .shapes import same_shape
 
 if TYPE_CHECKING:
@@ -240,6 +241,10 @@ class AlgsimpVisitor(DfsRewriteVisitor):
     def handle_concatenate(self, concat: Instruction) -> None:
         concat_rules.handle_concatenate(self, concat)
 
+    # -- slice -------------------------------------------------------------------------
+    def handle_slice(self, slice_: Instruction) -> None:
+        slice_rules.handle_slice(self, slice_)
+
     # -- dot ---------------------------------------------------------------------------
     def handle_dot(self, dot: Instruction) -> None:
         dot_rules.handle_dot(self, dot)
@@ -247,6 +252,9 @@ class AlgsimpVisitor(DfsRewriteVisitor):
     # -- add ---------------------------------------------------------------------------
     def handle_add(self, add: Instruction) -> None:
         add_rules.handle_add(self, add)
+
+    def handle_multiply(self, mul: Instruction) -> None:
+        add_rules.handle_multiply(self, mul)
 
     # -- reduce ------------------------------------------------------------------------
     def handle_reduce(self, reduce: Instruction) -> None:
