@@ -224,3 +224,27 @@ def test_scalar_power_is_not_recomputed_per_element():
     assert row.matched == 19
     subtract = [k for k in row.ours if k.name.startswith("loop_subtract_fusion")]
     assert len(subtract) == 2
+
+
+def test_triton_estimate_counts_flops_like_xlas_tiled_model():
+    """GpuIndexingPerformanceModel::FlopsPerElement: elementwise ops at their
+    op-profile cost, a reduce at (reduced elements - 1) reducer evaluations
+    per output element."""
+    from hlorun.passes.priority_fusion.triton import triton_estimate
+    m = parse_module("""HloModule t
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (p: f32[8,128]) -> f32[8] {
+  %p = f32[8,128]{1,0} parameter(0)
+  %x = f32[8,128]{1,0} exponential(%p)
+  %z = f32[] constant(0)
+  ROOT %r = f32[8]{0} reduce(%x, %z), dimensions={1}, to_apply=%add
+}
+""")
+    r = m.entry.root
+    x = r.operands[0]
+    e = triton_estimate([x, r], r, DEVICES["H100"])
+    assert e.flops == 79 * 8 * 128 + (128 - 1) * 7 * 8

@@ -13,8 +13,12 @@ epilogues turning into loop fusions) do not apply.  The result keeps the
 Estimates: a Triton fusion is a tiled kernel -- each input element is read
 once and the output written once, whatever broadcasts and reductions sit
 inside -- so :func:`triton_estimate` charges the distinct bytes read and
-written at DRAM bandwidth, plus one flop per element of each arithmetic op
-(a simplification of XLA's indexing-based tiled cost model).
+written at DRAM bandwidth, plus the flops XLA's tiled cost model
+(``GpuIndexingPerformanceModel::FlopsPerElement``) counts: per element of
+each elementwise op its sm_90 op-profile cost (:mod:`.op_profiles`), per
+output element of a reduce ``(reduced elements - 1) x`` its reducer's
+flops (a simplification of XLA's indexing-based tiled cost model: no
+tiling, no per-tile padding).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width
 from .analysis import is_generic_triton_fusion
 from .model import Device, Estimate, Units
+from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, computation_flops
+from .op_profiles import flops_per_element as profile_flops
 
 
 def involves_triton(producer: Instruction, consumer: Instruction) -> bool:
@@ -78,10 +84,16 @@ def _flops_and_reads(u: Units) -> tuple[int, dict[Instruction, int]]:
     reads: dict[Instruction, int] = {}
     flops = 0
     for m in u.members:
-        if m.opcode in ELEMENTWISE and m.opcode not in ("convert", "copy"):
-            flops += math.prod(m.shape.dimensions) if m.shape.is_array else 0
+        if m.opcode in ELEMENTWISE and m.shape.is_array:
+            flops += math.prod(m.shape.dimensions) * profile_flops(
+                "convert" if m.opcode == "copy" else m.opcode, m.shape.element_type)
         if m.opcode == "reduce":
-            flops += math.prod(m.operands[0].shape.dimensions)
+            out = m.shape.tuple_shapes[0] if m.shape.is_tuple else m.shape
+            n_out = max(1, math.prod(out.dimensions))
+            factor = math.prod(m.operands[0].shape.dimensions) // n_out
+            comp = m.to_apply
+            per = computation_flops(comp) if comp is not None else DEFAULT_FLOPS_PER_ELEMENT
+            flops += (factor - 1) * per * n_out
         for op in m.operands:
             src = u.resolve(op)
             if src not in u.member_set and not (src.opcode == "constant"):
