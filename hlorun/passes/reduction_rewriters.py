@@ -20,9 +20,10 @@ priority fusion (gpu_compiler.cc, OptimizeHloPostLayoutAssignment):
   XLA's vectorization heuristic says so; the inner reduce reduces ``k2``
   (and the other reduced dimensions), the outer one ``k1``.  A loss
   ``sum(f32[128,256])`` becomes ``f32[128]`` then ``f32[]``, as in XLA.
+  Not implemented: splitting variadic (argmax) reductions, which XLA does.
 
-Postconditions: no reduce has adjacent reduced dimensions; every reduction
-the reduction emitter takes is race free.
+Postconditions: no reduce has adjacent reduced dimensions; every
+single-output reduction the reduction emitter takes is race free.
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ def split_params(k: int, is_row: bool) -> tuple[int, int]:
 
 class _Tree(_Visitor):
     def handle_reduce(self, reduce: Instruction) -> None:
-        if not is_reduction_from_or_to_contiguous(reduce):
+        if not is_reduction_from_or_to_contiguous(reduce) or reduce.shape.is_tuple:
             return
         rd = reduction_dims(reduce)
         if race_free(rd.is_row, rd.dims):

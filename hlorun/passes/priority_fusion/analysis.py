@@ -182,7 +182,7 @@ def unnested_faster_than_elemental(r: ReductionDims) -> tuple[bool, str]:
 
 
 def is_reduction_from_or_to_contiguous(reduce: Instruction) -> bool:
-    if reduce.opcode != "reduce" or reduce.shape.is_tuple:
+    if reduce.opcode != "reduce":  # variadic (argmax) reduces too, as in XLA
         return False
     shape = reduce.operands[0].shape
     reduced = list(reduce.dimensions)
