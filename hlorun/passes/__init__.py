@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "call-inliner": "hlorun.passes.call_inliner:CallInliner",
     "comparison-expander": "hlorun.passes.comparison_expander:ComparisonExpander",
     "config-assigner": "hlorun.passes.config_assigner:ConfigAssigner",
+    "constant-folding": "hlorun.passes.constant_folding:ConstantFolding",
     "conv-padding-legalization": "hlorun.passes.conv_padding_legalization:ConvPaddingLegalization",
     "conv-rewriter": "hlorun.passes.conv_rewriter:ConvRewriter",
     "convert_triton_gemm_config": "hlorun.passes.convert_triton_gemm_config:ConvertTritonGemmConfig",

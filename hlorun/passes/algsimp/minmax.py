@@ -1,5 +1,5 @@
 """XLA AlgebraicSimplifier's HandleMaximum / HandleMinimum identity rules
-(the clamp and monotone-function rewrites are not implemented):
+and the clamp rewrite (the monotone-function rewrites are not implemented):
 
 * ``max(x, x)`` / ``min(x, x)`` -> ``x``;
 * ``max(x, lowest)`` -> ``x`` and ``min(x, highest)`` -> ``x`` (lowest /
@@ -10,7 +10,13 @@
   ``max(reduce_max(x), -inf)``;
 * ``max(max(x, y), y)`` and ``max(max(x, y), x)`` -> the inner max;
   ``max(x, max(x, y))`` -> the inner max; ``max(y, max(x, y))`` ->
-  ``max(y, x)`` (NaNs of different sign forbid more); the same for min.
+  ``max(y, x)`` (NaNs of different sign forbid more); the same for min;
+* ``min(max(x, broadcast(lo)), broadcast(hi))`` and
+  ``max(min(x, broadcast(hi)), broadcast(lo))`` (operands in any order;
+  lo and hi constants of one element) -> ``clamp(broadcast(lo), x,
+  broadcast(hi))`` when ``lo < hi`` (``MinMaxToClamp``): ``jnp.clip``
+  with constant bounds is one clamp, which cuDNN's ReLU fusion does not
+  take for a ReLU.
 """
 
 from __future__ import annotations
@@ -86,4 +92,35 @@ def simplify(visitor, instr: Instruction, lowest: bool, propagate_nan: bool = Tr
         instr.set_operand(1, rhs.operands[0])
         visitor.mark_changed()
         return True
+    return False
+
+
+def _scalar_bcast(x: Instruction):
+    """``m::Broadcast(m::ConstantEffectiveScalar())``: the constant's value."""
+    if x.opcode != "broadcast":
+        return None
+    c = x.operands[0]
+    if c.opcode != "constant" or c.literal is None or not c.shape.is_array \
+            or any(d != 1 for d in c.shape.dimensions):
+        return None
+    try:
+        return np.asarray(c.literal.value).reshape(())
+    except Exception:
+        return None
+
+
+def to_clamp(visitor, instr: Instruction, lowest: bool) -> bool:
+    """The clamp rule of HandleMaximum (``lowest``) / HandleMinimum."""
+    inner_op = "minimum" if lowest else "maximum"
+    for outer_bound, inner in (instr.operands, instr.operands[::-1]):
+        if _scalar_bcast(outer_bound) is None or inner.opcode != inner_op:
+            continue
+        for x, inner_bound in (inner.operands, inner.operands[::-1]):
+            if _scalar_bcast(inner_bound) is None:
+                continue
+            lo, hi = (outer_bound, inner_bound) if lowest else (inner_bound, outer_bound)
+            if not bool(_scalar_bcast(lo) < _scalar_bcast(hi)):
+                return False
+            visitor.replace_with_new(instr, visitor.new("clamp", instr.shape, [lo, x, hi]))
+            return True
     return False

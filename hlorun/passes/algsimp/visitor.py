@@ -22,6 +22,7 @@ from . import concat as concat_rules
 from . import dot as dot_rules
 from . import minmax as minmax_rules
 from . import reduce as reduce_rules
+from . import select_divide
 from . import slice as slice_rules
 from .shapes import same_shape
 
@@ -73,10 +74,12 @@ class AlgsimpVisitor(DfsRewriteVisitor):
 
     # -- maximum / minimum ------------------------------------------------------------
     def handle_maximum(self, instr: Instruction) -> None:
-        minmax_rules.simplify(self, instr, lowest=True)
+        if not minmax_rules.simplify(self, instr, lowest=True):
+            minmax_rules.to_clamp(self, instr, lowest=True)
 
     def handle_minimum(self, instr: Instruction) -> None:
-        minmax_rules.simplify(self, instr, lowest=False)
+        if not minmax_rules.simplify(self, instr, lowest=False):
+            minmax_rules.to_clamp(self, instr, lowest=False)
 
     # -- reverse --------------------------------------------------------------------
     def handle_reverse(self, reverse: Instruction) -> None:
@@ -255,6 +258,13 @@ class AlgsimpVisitor(DfsRewriteVisitor):
 
     def handle_multiply(self, mul: Instruction) -> None:
         add_rules.handle_multiply(self, mul)
+
+    # -- select / divide ----------------------------------------------------------------
+    def handle_select(self, select: Instruction) -> None:
+        select_divide.handle_select(self, select)
+
+    def handle_divide(self, divide: Instruction) -> None:
+        select_divide.handle_divide(self, divide)
 
     # -- reduce ------------------------------------------------------------------------
     def handle_reduce(self, reduce: Instruction) -> None:
