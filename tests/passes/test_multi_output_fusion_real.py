@@ -26,3 +26,58 @@ def test_dropout_training_step_compiles_clean():
         body = f.fused_computation
         dead = [i.name for i in body.instructions if i is not body.root and not i.users]
         assert not dead, f"{f.name}: unused instructions {dead}"
+
+
+RESNET = Path(__file__).resolve().parents[2] / "testdata" / "xla-dumps-holdout" / \
+    "resnet_bn_train_bf16"
+
+
+def test_column_reduction_shared_memory_is_xlas_estimate():
+    """SharedMemoryUsageNoCache: a column reduction's cache is 32 x (4 x 32
+    + 1) elements per reduced input (the largest vector size), a row
+    reduction's 32 elements."""
+    from hlorun.passes.multi_output_fusion.rules import _shared_memory, fits_in_budget
+    from hlorun.text.parser import parse_module
+    m = parse_module("""HloModule r
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (p: f32[128,128,64], q: f32[128,128,64], s: f32[128,128,64]) -> (f32[128,64], f32[128,64], f32[128,128]) {
+  %p = f32[128,128,64]{2,1,0} parameter(0)
+  %q = f32[128,128,64]{2,1,0} parameter(1)
+  %s = f32[128,128,64]{2,1,0} parameter(2)
+  %z = f32[] constant(0)
+  %c1 = f32[128,64]{1,0} reduce(%p, %z), dimensions={1}, to_apply=%add
+  %c2 = f32[128,64]{1,0} reduce(%q, %z), dimensions={1}, to_apply=%add
+  %r = f32[128,128]{1,0} reduce(%s, %z), dimensions={2}, to_apply=%add
+  ROOT %t = (f32[128,64]{1,0}, f32[128,64]{1,0}, f32[128,128]{1,0}) tuple(%c1, %c2, %r)
+}
+""")
+    c1, c2, r = m.entry.root.operands
+    assert _shared_memory(c1) == 32 * 129 * 4
+    assert _shared_memory(r) == 32 * 4
+    assert fits_in_budget(c1, c2) is None  # 33 KB of 48 KB
+
+
+def test_batch_norm_gradient_sums_pair_up_like_xla():
+    """resnet_bn_train_bf16 (held-out JAX program): the batch-norm backward's
+    f32[16,32,32,64] -> f32[128,64] column sums.  Three column caches need
+    49.5 KB, over the 48 KB per block, so sibling fusion stops at two per
+    kernel, as in XLA's after_optimizations (eight two-output kInput
+    reductions)."""
+    src = next(RESNET.glob("*.before_optimizations.txt*"))
+    result = hlorun.compile(hlorun.load(src), pipeline="gpu-cuda")
+    assert result.ok
+    entry = result.module.entry
+    counts = []
+    for f in entry.instructions:
+        if f.opcode != "fusion" or f.fused_computation.root.opcode != "tuple":
+            continue
+        cols = [i for i in f.fused_computation.instructions if i.opcode == "reduce"
+                and i.shape.is_array and list(i.shape.dimensions) == [128, 64]]
+        if cols:
+            counts.append(len(cols))
+    assert counts and max(counts) == 2
+    assert counts.count(2) >= 6

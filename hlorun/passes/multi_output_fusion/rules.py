@@ -23,6 +23,8 @@ MAX_OPERANDS_AND_OUTPUTS = 96
 MAX_UNNESTED_REDUCTIONS = 8
 #: DeviceDescription::shared_memory_per_block (without opt-in) on NVIDIA GPUs
 SHARED_MEMORY_PER_BLOCK = 48 * 1024
+#: SharedMemoryUsageNoCache's kMaxVectorSize for column-reduction caches
+COLUMN_MAX_VECTOR_SIZE = 4
 
 
 def _body_members(instr: Instruction) -> set[Instruction]:
@@ -213,8 +215,13 @@ def _shared_memory(instr: Instruction) -> int:
     total = 0
     for m in members:
         if _is_unnested_reduce(m):
-            size = byte_width(m.operands[0].shape.element_type)
-            total += 32 * size if reduction_dims(m).is_row else 2 * 32 * 33 * size
+            # one shared buffer per reduced input (variadic reductions)
+            size = sum(byte_width(o.shape.element_type)
+                       for o in m.operands[:len(m.operands) // 2])
+            # rows: at most one element per warp, 32 warps; columns: a
+            # 32 x (vector size x 32 + 1) cache at the largest vector size, 4
+            total += 32 * size if reduction_dims(m).is_row else \
+                32 * (COLUMN_MAX_VECTOR_SIZE * 32 + 1) * size
         elif tiled_transpose(m):
             total += 32 * 33 * byte_width(m.shape.element_type)
     return total
