@@ -32,6 +32,10 @@ does is not implemented and left unchanged):
   transpose(broadcast(x)) -> broadcast(x) when x's dimensions keep their
   order; layout-sensitive: a transpose that is a bitcast becomes a bitcast;
 * convert / copy: no-op converts and copies removed;
+* bitcast (HandleBitcast): bitcast(bitcast(x)) -> one bitcast of x; a bitcast
+  to its operand's own shape and layout (same element type) removed, so
+  layout normalization's bitcast round trips vanish and the transposes
+  around them merge;
 * add / multiply: see :mod:`.add` (A + 0 -> A; A * 1 -> A; A + scatter-add(B) ->
   scatter-add(A + B));
 * reverse of size-1 dimensions only: removed;

@@ -99,6 +99,24 @@ class AlgsimpVisitor(DfsRewriteVisitor):
         if same_shape(copy.shape, op.shape, True):
             self.replace_with_operand(copy, op)
 
+    # -- bitcast -----------------------------------------------------------------------
+    def handle_bitcast(self, bitcast: Instruction) -> None:
+        """``HandleBitcast``: a bitcast of a bitcast becomes one bitcast of
+        the inner operand; a bitcast whose shape (layout included) and element
+        type equal its operand's is removed.  (Bitcasts with control
+        predecessors are left alone.)"""
+        if bitcast.control_predecessors:
+            return
+        op = bitcast.operands[0]
+        if op.opcode == "bitcast":
+            new = self.new("bitcast", bitcast.shape, [op.operands[0]])
+            self.replace_with_new(bitcast, new)
+            bitcast, op = new, new.operands[0]
+        if bitcast.shape.element_type != op.shape.element_type:
+            return
+        if same_shape(bitcast.shape, op.shape, True):
+            self.replace_with_operand(bitcast, op)
+
     # -- reshape -----------------------------------------------------------------------
     def handle_reshape(self, reshape: Instruction) -> None:
         op = reshape.operands[0]
