@@ -28,19 +28,59 @@ cheaper than printing, verifying or even fingerprinting the module.
 ``scan(module, token)`` skips the work when ``token`` equals the previous
 scan's (the pipeline runner passes the number of passes it has run, so
 everybody who looks at one module state shares one scan).
+
+Only what changed is re-read: the change journal
+------------------------------------------------
+
+A scan re-reads (builds and compares rows for) only the instructions
+stamped since the previous scan (``instr.stamp`` against
+:data:`hlorun.ir.module.EPOCH`), found through the computations stamped
+since (``comp.stamp``); every other row is kept.  Removed instructions are
+the difference between a stamped computation's old and new instruction
+sequences.  Computations' own fields, the list of computations and the
+header are still compared every time (a few values per computation).
+What stamps an instruction and its computation:
+
+* the IR's mutation methods (``add_instruction``, ``remove_instruction``,
+  ``set_operand``, ``replace_operand_with``, ``replace_operands``,
+  ``add_control_dependency_to`` ..., and constructing an instruction,
+  which also stamps its operands: their users changed), for every
+  instruction whose row they change;
+* any direct slot write on an instruction a scan has read
+  (``instr.shape = s``, ``instr.operands = [...]``): the scan turns each
+  instruction it reads into a :class:`TrackedInstruction`, whose
+  ``__setattr__`` stamps (construction, and the instructions a pass builds
+  before the next scan, stay at full speed);
+* any in-place edit of such an instruction's ``attrs``, ``_users``,
+  ``operands`` or control lists (``attrs[k] = v``, ``operands[0] = x``,
+  ``_users.pop(u)`` ...): the scan gives it :class:`Attrs` / :class:`Links`
+  containers, which stamp their owner (a removed instruction's containers
+  drop the link, so reference counting still frees it).
+
+So the tracker's cost per scan is that of the change plus a few C-level
+passes over the stamped computations' instruction sequences, and the
+verifier re-runs its rules only on what changed and its neighbours.
+
+``ModuleTracker(verify=True)`` (or ``HLORUN_CHECK_JOURNAL=1``) also
+rebuilds every row after each scan and raises if the journal missed a
+change (``tests/ir/test_change_journal.py`` runs whole pipelines so).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 from itertools import chain, compress, repeat
-from operator import attrgetter, ne
+from operator import attrgetter, ge, ne
 from typing import Hashable, Iterable
 
+from . import module as _ir
+from .journal import adopt as _adopt
 from .module import Computation, Instruction, Module
 
 _INSTRS = attrgetter("_instructions")
+_STAMP = attrgetter("stamp")
 _BASE = attrgetter("name", "opcode", "shape", "parameter_number", "literal", "parent")
 _ATTRS = attrgetter("attrs")
 _OPERANDS = attrgetter("operands")
@@ -51,6 +91,7 @@ _PARAMS = attrgetter("parameters")
 
 #: Row layout (indices into an instruction's row).
 ROW_BASE, ROW_CONTAINER, ROW_ATTRS, ROW_OPERANDS, ROW_USERS, ROW_CPRED = range(6)
+_NO_ROW = (None, None, ())
 
 
 class Changes:
@@ -136,7 +177,11 @@ class ModuleTracker:
     """Per-instruction change detection for one module at a time (see the
     module docstring).  ``seconds`` accumulates the time spent scanning."""
 
-    def __init__(self) -> None:
+    #: Check every journal-driven scan against a full one (tests).
+    verify_default = os.environ.get("HLORUN_CHECK_JOURNAL", "") not in ("", "0")
+
+    def __init__(self, verify: bool | None = None) -> None:
+        self.verify = self.verify_default if verify is None else verify
         self.gen = 0
         self.seconds = 0.0
         self.scans = 0
@@ -146,6 +191,8 @@ class ModuleTracker:
         self._comp_rows: dict[Computation, tuple] = {}
         self._header: tuple | None = None
         self._order: tuple = ()
+        #: EPOCH when the last scan ended: computations stamped since changed
+        self._since = 0
         #: _log[k] is the change from generation _base + k to _base + k + 1
         self._log: list[Changes] = []
         self._base = 0
@@ -186,6 +233,8 @@ class ModuleTracker:
         gc.disable()
         try:
             self._scan(module)
+            if self.verify:
+                self._verify(module)
         finally:
             if enabled:
                 gc.enable()
@@ -194,42 +243,80 @@ class ModuleTracker:
         self.seconds += time.process_time() - t
         return self.gen
 
-    def _scan(self, module: Module) -> None:
-        comps = module.computations
-        seqs = list(map(tuple, map(_INSTRS, comps)))
-        instrs = list(chain.from_iterable(seqs))
-        containers = chain.from_iterable(map(repeat, comps, map(len, seqs)))
-        rows = list(zip(map(_BASE, instrs), containers, map(dict.copy, map(_ATTRS, instrs)),
+    def _rows_of(self, instrs: list[Instruction], containers: Iterable[Computation]) -> list:
+        """The rows of ``instrs`` (in ``containers``), read afresh."""
+        return list(zip(map(_BASE, instrs), containers, map(dict.copy, map(_ATTRS, instrs)),
                         map(tuple, map(_OPERANDS, instrs)), map(tuple, map(_USERS, instrs)),
                         map(tuple, map(_CPRED, instrs))))
-        new_rows = dict(zip(instrs, rows))
-        comp_rows = dict(zip(comps, zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
-                                        seqs)))
+
+    def _full_rows(self, comps: list[Computation]) -> tuple[list, list, list]:
+        """(instructions, rows, computation rows) of all of ``comps``."""
+        seqs = list(map(tuple, map(_INSTRS, comps)))
+        instrs = list(chain.from_iterable(seqs))
+        rows = self._rows_of(instrs, chain.from_iterable(map(repeat, comps, map(len, seqs))))
+        comp_rows = list(zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)), seqs))
+        return instrs, rows, comp_rows
+
+    def _scan(self, module: Module) -> None:
+        comps = module.computations
         sf = module.stack_frames
         header = (module.name, module.is_scheduled, tuple(module.header_attrs.items()),
                   tuple(module.input_output_alias), tuple(module.buffer_donor), module.entry,
                   module.compact_gte,
                   None if sf is None else tuple((k, tuple(v)) for k, v in sf.items()))
         order = tuple(comps)
+        since = self._since
+        # Stamps from now on are newer than this scan.
+        _ir.EPOCH[0] += 1
+        self._since = _ir.EPOCH[0]
         if module is not self._module:
+            instrs, rows, crows = self._full_rows(comps)
+            _adopt(instrs)
             self.cache.clear()
             self._module = module
-            self._rows, self._comp_rows, self._header = new_rows, comp_rows, header
+            self._rows = dict(zip(instrs, rows))
+            self._comp_rows = dict(zip(comps, crows))
+            self._header = header
             self._order = order
             self._log = []
             self.gen += 1
             self._base = self.gen
             return
+        old_comp_rows = self._comp_rows
+        cget = old_comp_rows.get
         old = self._rows
         get = old.get
+        # Re-read the instructions stamped since the last scan, in the
+        # computations stamped since (all of a new computation's).
+        dirty = [c for c in comps if c.stamp >= since or c not in old_comp_rows]
+        seqs = list(map(tuple, map(_INSTRS, dirty)))
+        instrs: list[Instruction] = []
+        containers: list[Computation] = []
+        gone: set[Instruction] = set()
+        for c, seq in zip(dirty, seqs):
+            was = cget(c)
+            got = seq if was is None else \
+                list(compress(seq, map(ge, map(_STAMP, seq), repeat(since))))
+            instrs.extend(got)
+            containers.extend(repeat(c, len(got)))
+            if was is not None and was[2] != seq:
+                gone.update(set(was[2]).difference(c._instructions))
+        comp_rows = dict(zip(comps, zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
+                                        (cget(c, _NO_ROW)[2] for c in comps))))
+        comp_rows.update(zip(dirty, (r + (q,) for r, q in zip(
+            zip(map(_COMP, dirty), map(tuple, map(_PARAMS, dirty))), seqs))))
+        gone_comps = old_comp_rows.keys() - comp_rows.keys() if len(old_comp_rows) != len(
+            comp_rows) or order != self._order else ()
+        for c in gone_comps:
+            gone.update(old_comp_rows[c][2])
+        rows = self._rows_of(instrs, containers)
+        _adopt(instrs)
+        new_rows = dict(zip(instrs, rows))
         ch = Changes()
         changed = list(compress(instrs, map(ne, map(get, instrs), rows)))
         if changed:
             changed = [i for i in changed if not _same_constant(get(i), new_rows[i])]
-        # Every unchanged instruction was there before, so with nothing
-        # changed and the same count nothing can have gone.
-        removed = list(old.keys() - new_rows.keys()) if changed or len(old) != len(new_rows) \
-            else []
+        removed = [i for i in gone if i not in new_rows and i in old]
         ch.instructions = set(changed)
         ch.removed = set(removed)
         old_rows = ch.old_rows
@@ -240,9 +327,13 @@ class ModuleTracker:
         for i in removed:
             r = old_rows[i] = old[i]
             ch._containers[i] = r[ROW_CONTAINER]
-        cget = self._comp_rows.get
+        # Keep the rows of the untouched computations; replace the rest.
+        for i in removed:
+            del old[i]
+        old.update(new_rows)
+        new_rows = old
         ch.computations = {c for c, r in comp_rows.items() if cget(c) != r}
-        ch.removed_computations = set(self._comp_rows.keys() - comp_rows.keys())
+        ch.removed_computations = set(gone_comps)
         ch.header = header != self._header
         ch.order = order != self._order
         if ch.removed_computations or ch.order \
@@ -256,7 +347,7 @@ class ModuleTracker:
                     ch.calls = True
                     break
             else:
-                ch.calls = any(_has_calls(old[i][ROW_ATTRS]) for i in removed)
+                ch.calls = any(_has_calls(old_rows[i][ROW_ATTRS]) for i in removed)
         self._rows, self._comp_rows, self._header = new_rows, comp_rows, header
         self._order = order
         if ch:
@@ -268,6 +359,22 @@ class ModuleTracker:
                 drop = len(self._log) - self.keep
                 del self._log[:drop]
                 self._base += drop
+
+    def _verify(self, module: Module) -> None:
+        """Raise if the rows kept for unstamped computations differ from the
+        module (a change the journal did not see)."""
+        comps = module.computations
+        instrs, rows, crows = self._full_rows(comps)
+        missed = [i for i, r in zip(instrs, rows)
+                  if self._rows.get(i) != r and not _same_constant(self._rows.get(i), r)]
+        extra = self._rows.keys() - set(instrs)
+        bad_comps = [c.name for c, r in zip(comps, crows) if self._comp_rows.get(c) != r]
+        if missed or extra or bad_comps:
+            names = ", ".join(f"{i.name} ({i.parent.name if i.parent else None})"
+                              for i in missed[:10])
+            raise AssertionError(
+                f"change journal missed {len(missed)} changed instructions [{names}], "
+                f"{len(extra)} removed ones, computations {bad_comps[:10]}")
 
     # -- queries ---------------------------------------------------------------------
     def changes_since(self, gen: int | None) -> Changes:

@@ -24,12 +24,32 @@ from .shape import Shape
 
 _ids = itertools.count(1)
 
+#: The change journal's clock (:mod:`hlorun.ir.changes`).  Every mutation
+#: through the methods below stamps the instructions whose state it changes,
+#: and their computations, with ``EPOCH[0]`` (``instr.stamp``,
+#: ``comp.stamp``); a :class:`~hlorun.ir.changes.ModuleTracker` scan moves
+#: the clock on and re-reads only what was stamped since its previous scan.
+#: Direct slot writes and in-place edits of the containers of scanned
+#: instructions are stamped by the tracker's hooks (see there).
+EPOCH = [1]
+
+
+def stamp(*instrs: "Instruction") -> None:
+    """Record that ``instrs`` changed (their own and their computations'
+    stamps)."""
+    e = EPOCH[0]
+    for i in instrs:
+        _set_stamp(i, e)
+        p = i.parent
+        if p is not None:
+            p.stamp = e
+
 
 class Instruction:
     __slots__ = (
         "name", "opcode", "shape", "operands", "_users", "attrs", "parent",
         "control_predecessors", "control_successors", "parameter_number",
-        "literal", "pos", "id", "__weakref__",
+        "literal", "pos", "id", "stamp", "__weakref__",
     )
 
     def __init__(self, opcode: str, shape: Shape, operands: Sequence["Instruction"] = (),
@@ -47,9 +67,15 @@ class Instruction:
         self.literal = None  # hlorun.ir.literal.Literal for constants
         self.pos = -1  # offset of the definition in the parsed text, or -1
         self.id = next(_ids)
+        #: ``EPOCH[0]`` when this instruction last changed
+        self.stamp = e = EPOCH[0]
         for op in operands:
             self.operands.append(op)
             op._users[self] = None
+            _set_stamp(op, e)  # its users changed
+            p = op.parent
+            if p is not None:
+                p.stamp = e
 
     # -- identity / display ------------------------------------------------
     def __repr__(self) -> str:
@@ -88,6 +114,7 @@ class Instruction:
     def add_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
         op._users[self] = None
+        stamp(self, op)
 
     def set_operand(self, i: int, new: "Instruction") -> None:
         old = self.operands[i]
@@ -97,6 +124,7 @@ class Instruction:
         new._users[self] = None
         if old not in self.operands:
             old._users.pop(self, None)
+        stamp(self, old, new)
 
     def replace_operand_with(self, old: "Instruction", new: "Instruction") -> None:
         """Replace every occurrence of ``old`` among the operands."""
@@ -113,17 +141,21 @@ class Instruction:
             pass
         new._users[self] = None
         old._users.pop(self, None)
+        stamp(self, old, new)
 
     def replace_operands(self, new_operands: Sequence["Instruction"]) -> None:
         for o in self.operands:
             o._users.pop(self, None)
+        stamp(self, *self.operands)
         self.operands = list(new_operands)
         for o in self.operands:
             o._users[self] = None
+        stamp(*self.operands)
 
     def drop_all_operands(self) -> None:
         for o in self.operands:
             o._users.pop(self, None)
+        stamp(self, *self.operands)
         self.operands = []
 
     def replace_all_uses_with(self, new: "Instruction",
@@ -148,12 +180,16 @@ class Instruction:
         if successor not in self.control_successors:
             self.control_successors.append(successor)
             successor.control_predecessors.append(self)
+            stamp(self, successor)
 
     def drop_all_control_deps(self) -> None:
+        if not (self.control_predecessors or self.control_successors):
+            return
         for p in self.control_predecessors:
             p.control_successors.remove(self)
         for s in self.control_successors:
             s.control_predecessors.remove(self)
+        stamp(self, *self.control_predecessors, *self.control_successors)
         self.control_predecessors = []
         self.control_successors = []
 
@@ -257,11 +293,14 @@ class Instruction:
         return self.parent is not None and self.parent.root is self
 
 
+_set_stamp = Instruction.stamp.__set__  # type: ignore[attr-defined]  # no hooks
+
+
 class Computation:
     """An ordered set of instructions with a root and numbered parameters."""
 
     __slots__ = ("name", "_instructions", "root", "parameters", "module",
-                 "is_entry", "execution_thread", "pos", "_names",
+                 "is_entry", "execution_thread", "pos", "_names", "stamp",
                  "__weakref__")
 
     def __init__(self, name: str):
@@ -274,6 +313,8 @@ class Computation:
         self.execution_thread: str | None = None  # None == "main"
         self.pos = -1
         self._names: dict[str, Instruction] | None = None
+        #: ``EPOCH[0]`` when an instruction of this computation last changed
+        self.stamp = EPOCH[0]
 
     def __repr__(self) -> str:
         return f"<computation {self.name}: {len(self._instructions)} instructions>"
@@ -316,6 +357,7 @@ class Computation:
             self.module.reserve_name(instr.name)
         self._instructions[instr] = None
         instr.parent = self
+        stamp(instr)
         if self._names is not None:
             self._names[instr.name] = instr
         if instr.opcode == "parameter" and instr.parameter_number is not None:
@@ -335,6 +377,7 @@ class Computation:
         instr.drop_all_operands()
         instr.drop_all_control_deps()
         self._instructions.pop(instr, None)
+        stamp(instr)
         if self._names is not None:
             self._names.pop(instr.name, None)
         if instr.opcode == "parameter" and instr.parameter_number is not None:

@@ -1,0 +1,107 @@
+"""The change journal's hooks on scanned instructions (see
+:mod:`hlorun.ir.changes`).
+
+A :class:`~hlorun.ir.changes.ModuleTracker` scan re-reads only what was
+stamped since its previous scan.  The IR's mutation methods stamp
+(:func:`hlorun.ir.module.stamp`); :func:`adopt` puts hooks on every
+instruction a scan reads so that edits that bypass the methods stamp too:
+its class becomes :class:`TrackedInstruction` (slot writes) and its
+``attrs``, ``_users``, ``operands`` and control lists become
+:class:`Attrs` / :class:`Links` (in-place edits).  Instructions a pass
+builds are plain until the next scan reads them, so construction and the
+new instructions' edits cost nothing extra.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any, Iterable
+
+from . import module as _ir
+from .module import Instruction
+
+_set_slot = object.__setattr__
+
+
+class TrackedInstruction(Instruction):
+    """An instruction a tracker has scanned: a direct write to any of its
+    fields stamps its computation (old and new, for ``parent``)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        p = self.parent
+        e = _ir.EPOCH[0]
+        if p is not None:
+            p.stamp = e
+        _set_slot(self, "stamp", e)
+        _set_slot(self, key, value)
+        if key == "parent":
+            # A removed instruction must not stay in cycles with its own
+            # containers (reference counting frees it); re-added, it gets
+            # them back.
+            owner = self if value is not None else None
+            for c in _CONTAINERS(self):
+                if c.__class__ in _HOOKED:
+                    c.owner = owner
+            if value is not None:
+                value.stamp = e
+
+
+def _stamp_owner(c) -> None:
+    o = c.owner
+    if o is not None:
+        e = _ir.EPOCH[0]
+        _set_slot(o, "stamp", e)
+        p = o.parent
+        if p is not None:
+            p.stamp = e
+
+
+def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
+    """A subclass of ``base`` whose ``methods`` stamp the owner's
+    computation (the other methods only read)."""
+
+    def make(m):
+        f = getattr(base, m)
+
+        def hook(self, *args, **kw):
+            _stamp_owner(self)
+            return f(self, *args, **kw)
+        hook.__name__ = m
+        return hook
+    ns: dict[str, Any] = {m: make(m) for m in methods}
+    ns["__slots__"] = ("owner",)
+    ns["__reduce__"] = lambda self: (base, (base(self),))  # copies are plain
+    ns["__doc__"] = f"A scanned instruction's {base.__name__}: edits stamp its computation."
+    return type(name, (base,), ns)
+
+
+#: ``attrs`` and ``_users`` of scanned instructions
+Attrs = _hooked(dict, ("__setitem__", "__delitem__", "pop", "popitem", "setdefault", "update",
+                       "clear", "__ior__"), "Attrs")
+#: ``operands`` and the control lists of scanned instructions
+Links = _hooked(list, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
+                       "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"), "Links")
+_HOOKED = (Attrs, Links)
+_CONTAINERS = attrgetter("attrs", "_users", "operands", "control_predecessors",
+                         "control_successors")
+_SLOTS = ("attrs", "_users", "operands", "control_predecessors", "control_successors")
+_SETTERS = tuple(getattr(Instruction, k).__set__ for k in _SLOTS)
+_KINDS = (Attrs, Attrs, Links, Links, Links)
+
+
+def adopt(instrs: Iterable[Instruction]) -> None:
+    """Put the journal's hooks on ``instrs`` (being scanned)."""
+    for i in instrs:
+        if i.__class__ is Instruction:
+            i.__class__ = TrackedInstruction
+        for c, kind, put in zip(_CONTAINERS(i), _KINDS, _SETTERS):
+            if c.__class__ is not kind or c.owner is not i:
+                c = kind(c)
+                c.owner = i
+                put(i, c)
+
+
+
+__all__ = ["Attrs", "Links", "TrackedInstruction", "adopt"]
