@@ -81,7 +81,12 @@ from .module import Computation, Instruction, Module
 
 _INSTRS = attrgetter("_instructions")
 _STAMP = attrgetter("stamp")
-_BASE = attrgetter("name", "opcode", "shape", "parameter_number", "literal", "parent")
+
+
+def _gen_of(consumer: object) -> object:
+    return getattr(consumer, "gen", None)
+_FIELDS = tuple(map(attrgetter, ("name", "opcode", "shape", "parameter_number", "literal",
+                                  "parent")))
 _ATTRS = attrgetter("attrs")
 _OPERANDS = attrgetter("operands")
 _USERS = attrgetter("_users")
@@ -89,8 +94,11 @@ _CPRED = attrgetter("control_predecessors")
 _COMP = attrgetter("name", "is_entry", "execution_thread", "root", "module")
 _PARAMS = attrgetter("parameters")
 
-#: Row layout (indices into an instruction's row).
-ROW_BASE, ROW_CONTAINER, ROW_ATTRS, ROW_OPERANDS, ROW_USERS, ROW_CPRED = range(6)
+#: Row layout (indices into an instruction's row, one flat tuple): its own
+#: fields, the computation holding it, a copy of attrs, operands, users,
+#: control predecessors.
+(ROW_NAME, ROW_OPCODE, ROW_SHAPE, ROW_PARAMETER_NUMBER, ROW_LITERAL, ROW_PARENT,
+ ROW_CONTAINER, ROW_ATTRS, ROW_OPERANDS, ROW_USERS, ROW_CPRED) = range(11)
 _NO_ROW = (None, None, ())
 
 
@@ -166,11 +174,10 @@ def _same_constant(old: tuple | None, new: tuple) -> bool:
     shape (a pass that rebuilt a constant's literal changed nothing)."""
     if old is None:
         return False
-    a, b = old[ROW_BASE][4], new[ROW_BASE][4]
+    a, b = old[ROW_LITERAL], new[ROW_LITERAL]
     if a is b or a is None or b is None or a.text != b.text or a.shape != b.shape:
         return False
-    ob, nb = old[ROW_BASE], new[ROW_BASE]
-    return ob[:4] == nb[:4] and ob[5:] == nb[5:] and old[1:] == new[1:]
+    return old[:ROW_LITERAL] == new[:ROW_LITERAL] and old[ROW_PARENT:] == new[ROW_PARENT:]
 
 
 class ModuleTracker:
@@ -200,7 +207,9 @@ class ModuleTracker:
         #: changes since an older generation get ``Changes(full=True)``).
         self.keep = 8
         #: Consumers' incremental state (e.g. the verifier's findings),
-        #: keyed by consumer; it lives as long as the tracker.
+        #: keyed by consumer; it lives as long as the tracker.  A value
+        #: with an int ``gen`` (the generation it is up to date with) keeps
+        #: the change log from that generation on.
         self.cache: dict = {}
 
     @property
@@ -245,9 +254,9 @@ class ModuleTracker:
 
     def _rows_of(self, instrs: list[Instruction], containers: Iterable[Computation]) -> list:
         """The rows of ``instrs`` (in ``containers``), read afresh."""
-        return list(zip(map(_BASE, instrs), containers, map(dict.copy, map(_ATTRS, instrs)),
-                        map(tuple, map(_OPERANDS, instrs)), map(tuple, map(_USERS, instrs)),
-                        map(tuple, map(_CPRED, instrs))))
+        return list(zip(*[map(f, instrs) for f in _FIELDS], containers,
+                        map(dict.copy, map(_ATTRS, instrs)), map(tuple, map(_OPERANDS, instrs)),
+                        map(tuple, map(_USERS, instrs)), map(tuple, map(_CPRED, instrs))))
 
     def _full_rows(self, comps: list[Computation]) -> tuple[list, list, list]:
         """(instructions, rows, computation rows) of all of ``comps``."""
@@ -353,10 +362,15 @@ class ModuleTracker:
         if ch:
             self._log.append(ch)
             self.gen += 1
-            if len(self._log) > self.keep:
-                # Older steps hold rows of instructions long gone; a consumer
-                # that far behind gets ``full`` (correct, just not incremental).
-                drop = len(self._log) - self.keep
+            # Older steps hold rows of instructions long gone (whole dead
+            # graphs): keep only what the consumers with state in ``cache``
+            # (objects with a ``gen``) have not seen, and at most ``keep``
+            # steps.  A consumer further behind gets ``full`` (correct, just
+            # not incremental).
+            need = min((g for g in map(_gen_of, self.cache.values()) if type(g) is int),
+                       default=self._base)
+            drop = max(len(self._log) - self.keep, need - self._base)
+            if drop > 0:
                 del self._log[:drop]
                 self._base += drop
 

@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Any, Iterable
 
 from . import module as _ir
-from .module import Instruction
+from .module import NO_LINKS, Instruction
 
 _set_slot = object.__setattr__
 
@@ -89,6 +89,7 @@ _CONTAINERS = attrgetter("attrs", "_users", "operands", "control_predecessors",
 _SLOTS = ("attrs", "_users", "operands", "control_predecessors", "control_successors")
 _SETTERS = tuple(getattr(Instruction, k).__set__ for k in _SLOTS)
 _KINDS = (Attrs, Attrs, Links, Links, Links)
+_PUT_OPERANDS = _SETTERS[_SLOTS.index("operands")]
 
 
 def adopt(instrs: Iterable[Instruction]) -> None:
@@ -97,7 +98,9 @@ def adopt(instrs: Iterable[Instruction]) -> None:
         if i.__class__ is Instruction:
             i.__class__ = TrackedInstruction
         for c, kind, put in zip(_CONTAINERS(i), _KINDS, _SETTERS):
-            if c.__class__ is not kind or c.owner is not i:
+            if kind is Links and not c and c is not NO_LINKS and put is not _PUT_OPERANDS:
+                put(i, NO_LINKS)  # no control dependencies: the shared empty list
+            elif c is not NO_LINKS and (c.__class__ is not kind or c.owner is not i):
                 c = kind(c)
                 c.owner = i
                 put(i, c)

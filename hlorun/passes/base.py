@@ -50,21 +50,56 @@ class Target:
             return (0, 0)
 
 
-@dataclass(slots=True)
+#: Interned key tuples of remarks' data (a pass uses a handful of shapes).
+_DATA_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
 class Remark:
     """One decision a pass made (or declined to make), on one instruction.
 
     ``kind``: "applied" (a rewrite fired), "missed" (a pattern did not
     match; ``message`` says which sub-pattern failed), or "analysis".
     ``derived_from``: names of the original instructions the result came
-    from (lineage for --explain)."""
+    from (lineage for --explain).  ``data`` is a fresh dict on every
+    access: remarks are kept compact (tens of thousands per large module)
+    as the key tuple, interned, and a tuple of values."""
 
-    pass_name: str
-    instruction: str | None
-    message: str
-    kind: str = "applied"
-    data: dict[str, Any] = field(default_factory=dict)
-    derived_from: list[str] = field(default_factory=list)
+    __slots__ = ("pass_name", "instruction", "message", "kind", "_keys", "_values",
+                 "derived_from")
+
+    def __init__(self, pass_name: str, instruction: str | None, message: str,
+                 kind: str = "applied", data: dict[str, Any] | None = None,
+                 derived_from: list[str] | None = None) -> None:
+        self.pass_name = pass_name
+        self.instruction = instruction
+        self.message = message
+        self.kind = kind
+        self.data = data or {}
+        self.derived_from = derived_from if derived_from is not None else []
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return dict(zip(self._keys, self._values))
+
+    @data.setter
+    def data(self, data: dict[str, Any]) -> None:
+        keys = tuple(data)
+        self._keys = _DATA_KEYS.setdefault(keys, keys)
+        self._values = tuple(data.values())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Remark):
+            return NotImplemented
+        return (self.pass_name, self.instruction, self.message, self.kind, self.data,
+                self.derived_from) == (other.pass_name, other.instruction, other.message,
+                                       other.kind, other.data, other.derived_from)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (f"Remark(pass_name={self.pass_name!r}, instruction={self.instruction!r}, "
+                f"message={self.message!r}, kind={self.kind!r}, data={self.data!r}, "
+                f"derived_from={self.derived_from!r})")
 
     def to_json(self) -> dict[str, Any]:
         return {"pass": self.pass_name, "instruction": self.instruction, "kind": self.kind,
@@ -91,7 +126,7 @@ class Pass:
     def remark(self, instr: Instruction | str | None, message: str, kind: str = "applied",
                derived_from: Iterable[Instruction | str] = (), **data: Any) -> None:
         name = instr.name if isinstance(instr, Instruction) else instr
-        self.remarks.append(Remark(self.name, name, message, kind, dict(data),
+        self.remarks.append(Remark(self.name, name, message, kind, data,
                                    [d.name if isinstance(d, Instruction) else d for d in derived_from]))
 
     def record(self, section: str, **data: Any) -> None:

@@ -16,7 +16,7 @@ that pass); ``check_changes`` re-examines only what the
 
 from __future__ import annotations
 
-from ..ir.changes import ROW_ATTRS, ROW_BASE, Changes, ModuleTracker
+from ..ir.changes import ROW_ATTRS, ROW_OPCODE, Changes, ModuleTracker
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import reshape_is_bitcast
 from ..errors import Diagnostic
@@ -90,12 +90,12 @@ class _State:
             reshapes.discard(i)
             self.bad.discard(i)
             r = old_rows.get(i)
-            if r is not None and r[ROW_BASE][1] == "fusion":
+            if r is not None and r[ROW_OPCODE] == "fusion":
                 self._count(_fused_callee("fusion", r[ROW_ATTRS]), -1, flipped)
         changed = ch.instructions
         for i in changed:
             r = old_rows.get(i)
-            if r is not None and r[ROW_BASE][1] == "fusion":
+            if r is not None and r[ROW_OPCODE] == "fusion":
                 self._count(_fused_callee("fusion", r[ROW_ATTRS]), -1, flipped)
             op = i.opcode
             if op == "fusion":

@@ -86,6 +86,7 @@ class SnapshotCache:
             return f.out
         self._update(f, module, form, tracker)
         f.gen = tracker.gen
+        tracker.cache[("snapshot-form", id(f))] = f  # keeps the log from f.gen on
         f.state = state if state is not None else object()
         return f.out
 

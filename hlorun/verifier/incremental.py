@@ -50,7 +50,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any, Iterable, Iterator
 
-from ..ir.changes import (ROW_BASE, ROW_CPRED, ROW_OPERANDS, ROW_USERS, Changes,
+from ..ir.changes import (ROW_CPRED, ROW_OPCODE, ROW_OPERANDS, ROW_USERS, Changes,
                           ModuleTracker)
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import split_async_sugar
@@ -247,7 +247,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     # Asynchronous chains read each other and what their starts call.
     if st.asyncish and (not touched.isdisjoint(st.async_callees) or any(
             _is_asyncish(i.opcode) for i in chain(redo, ch.removed))
-            or any(_is_asyncish(r[ROW_BASE][1]) for r in ch.old_rows.values())):
+            or any(_is_asyncish(r[ROW_OPCODE]) for r in ch.old_rows.values())):
         redo.update(st.asyncish)
     # Per-instruction rules.
     inst_f = st.inst_f

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from hlorun.ir.changes import ModuleTracker
-from hlorun.ir.module import Instruction
+from hlorun.ir.module import NO_LINKS, Instruction
 from hlorun.passes.base import Pass
 from hlorun.pipeline.loader import load_pipeline, parse_pipeline
 from hlorun.pipeline.run import RunOptions, run_pipeline
@@ -62,7 +62,9 @@ EDITS = {
     "operands in place": lambda m, i: i.operands.__setitem__(0, _other_param(i)),
     "operands reversed": lambda m, i: i.operands.reverse(),
     "users popped": lambda m, i: i.operands[0]._users.pop(i),
-    "control in place": lambda m, i: i.control_predecessors.append(i.operands[0]),
+    "control in place": lambda m, i: i.control_predecessors.remove(i.operands[1]),
+    "control assigned": lambda m, i: setattr(i, "control_predecessors", [i.operands[0]]),
+    "control added": lambda m, i: i.operands[0].add_control_dependency_to(i),
     "set_operand": lambda m, i: i.set_operand(0, _other_param(i)),
     "new user": lambda m, i: i.parent.add_instruction(Instruction("negate", i.shape, [i])),
     "dangling user": lambda m, i: Instruction("negate", i.shape, [i]),
@@ -74,10 +76,11 @@ EDITS = {
 @pytest.mark.parametrize("edit", list(EDITS))
 def test_every_kind_of_edit_is_seen(edit):
     m = cnn()
+    i = _reducer_add(m)
+    i.operands[1].add_control_dependency_to(i)
     tracker = ModuleTracker(verify=True)
     tracker.scan(m)
     g = tracker.gen
-    i = _reducer_add(m)
     comp = i.parent
     EDITS[edit](m, i)
     tracker.scan(m)  # verify: the journal's rows equal a full re-read
@@ -88,6 +91,17 @@ def test_every_kind_of_edit_is_seen(edit):
     g = tracker.gen
     tracker.scan(m)
     assert tracker.gen == g
+
+
+def test_empty_control_lists_are_shared_and_read_only():
+    m = cnn()
+    ModuleTracker().scan(m)
+    i = _reducer_add(m)
+    assert i.control_predecessors is NO_LINKS and i.control_successors is NO_LINKS
+    with pytest.raises(TypeError, match="add_control_dependency_to"):
+        i.control_predecessors.append(i.operands[0])
+    i.operands[0].add_control_dependency_to(i)
+    assert i.control_predecessors == [i.operands[0]] and NO_LINKS == []
 
 
 def test_a_change_that_bypasses_the_hooks_is_caught_by_verify():
@@ -154,3 +168,35 @@ steps:
         got.append([(v.rule, v.after_pass, v.instruction, v.message) for v in res.violations])
     assert got[0] and got[0] == got[1], got
     assert {v[1] for v in got[0]} == {"a/test-break"}
+
+
+class _Consumer:
+    def __init__(self, gen):
+        self.gen = gen
+
+
+def test_change_log_is_kept_only_for_consumers_behind():
+    m = cnn()
+    i = _reducer_add(m)
+    tracker = ModuleTracker()
+    g0 = tracker.scan(m)
+    tracker.cache["slow"] = _Consumer(g0)
+    for k in range(3):
+        i.attrs["metadata"] = f'{{op_name="{k}"}}'
+        tracker.scan(m)
+    ch = tracker.changes_since(g0)  # kept for the consumer at g0
+    assert not ch.full and ch.instructions == {i}
+    tracker.cache["slow"].gen = tracker.gen  # it caught up
+    i.shape = _entry(m, "convolution").shape
+    tracker.scan(m)
+    assert tracker.changes_since(g0).full  # dropped: nobody needs it
+    assert tracker.changes_since(tracker.gen - 1).instructions == {i}
+    assert len(tracker._log) == 1
+
+
+def test_pipeline_run_keeps_no_old_log_steps():
+    from hlorun.pipeline.run import PipelineRunner
+    runner = PipelineRunner(load_pipeline("gpu-cuda"))
+    res = runner.run(cnn())
+    assert res.exit_code == 0 and runner.tracker.scans > 10
+    assert len(runner.tracker._log) <= 1  # the checkers are up to date
