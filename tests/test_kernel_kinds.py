@@ -29,13 +29,6 @@ KNOWN_COUNT = {
                       "convert, a reduce+transpose kernel) where hlorun fuses it token-major into a "
                       "reduce, and the loss's partial sums feed a second __triton scalar reduce "
                       "(26 vs 29)",
-    "gqa_decode_loop": "XLA's layout assignment gives the loop-carried K/V caches the layouts the "
-                       "in-loop dots read ({1,3,2,0}, {3,1,2,0}) and transposes them once before "
-                       "and after the loop (4 kernels in the entry); hlorun's leaves the while "
-                       "parameter at {3,2,1,0} (its body root tuple carries the other layouts: "
-                       "a layout-assignment gap) and transposes K inside the loop.  Until "
-                       "while-loop-simplifier merged fori_loop's index into the trip counter "
-                       "(as XLA does) the extra counter's kernel and copy hid the gap (13 vs 16)",
 }
 
 #: the target: overall kind-for-kind figure on the dumps present

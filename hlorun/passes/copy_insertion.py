@@ -63,6 +63,33 @@ def _donated(module: Module) -> set[int]:
     return {p for _, p, _, _ in module.input_output_alias}
 
 
+def _readers(value: Instruction) -> list[Instruction]:
+    """The instructions that read ``value``'s buffer (through bitcasts)."""
+    out, stack = [], list(value.users)
+    while stack:
+        u = stack.pop()
+        if u.opcode == "bitcast":
+            stack.extend(u.users)
+        elif u not in out:
+            out.append(u)
+    return out
+
+
+def _ancestors(instr: Instruction) -> set[Instruction]:
+    """Everything ``instr`` depends on (operands and control predecessors,
+    transitively): these run before it in any schedule."""
+    seen: set[Instruction] = set()
+    stack = list(instr.operands) + list(instr.control_predecessors)
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        stack.extend(x.operands)
+        stack.extend(x.control_predecessors)
+    return seen
+
+
 def _elementwise_in_place(user: Instruction, param: Instruction) -> bool:
     """Can ``user`` write its output over ``param`` (HloDataflowAnalysis::
     CanShareOperandBufferWithUser, for the loop-fusion case): a loop fusion
@@ -162,8 +189,10 @@ class CopyInsertion(Pass):
                         continue  # the loop updates the donated buffer in place
                     base = src
                 if base is not p and p is not None:
-                    readers = [u for u in p.users if u is not base]
-                    if readers or not _elementwise_in_place(base, p):
+                    readers = [u for u in _readers(p) if u is not base]
+                    before = _ancestors(base) if readers else set()
+                    late = [u for u in readers if u not in before]
+                    if late or (base in _readers(p) and not _elementwise_in_place(base, p)):
                         why = (f"output {i} is donated parameter {p.name}'s buffer, and "
                                f"{base.name} reads {p.name} while writing it")
             elif v.opcode == "constant":

@@ -26,6 +26,16 @@ A module that already has bitcasts (XLA's after_optimizations output) is
 refused, as XLA's LayoutAssignment refuses it ("Unexpected bitcast
 operation seen during layout assignment"), naming the bitcast.
 
+While loops (XLA's kWhile rule in AddMandatoryConstraints, for a loop whose
+body and condition nothing else calls): the body is laid out first with
+default parameter layouts; where its result comes out in other layouts, the
+parameter takes the result's layouts and the body is laid out again (copies
+at the root where it still differs), the condition gets the same parameter
+layout, and in the caller the loop's init elements and result elements take
+them (copies -- transposes after layout normalization -- before and after
+the loop): a KV cache carried through a decode loop stays in the layout the
+in-loop dots read, as in XLA.
+
 Simplifications (documented deviations): one propagation round with equal
 priorities; fusion computations are not laid out; sort/FFT/TopK
 backend constraints are not modelled.  Option ``free_gemm_output``: do not
@@ -68,7 +78,12 @@ class LayoutAssignment(Pass):
         comps = nonfusion_computations(module)
         for comp in comps:
             self._refuse_bitcasts(comp)
+        loops = while_loops(module)
+        conds = {cond: body for body, (_, cond) in loops.items()}
+        loop_shapes: dict[Instruction, Shape] = {}
         for comp in comps:
+            if comp in conds:
+                continue  # laid out right after its loop's body
             if comp.is_entry:
                 if ecl is not None:
                     params, result = ecl
@@ -78,8 +93,49 @@ class LayoutAssignment(Pass):
                 params = [p.shape.with_default_layout() if p is not None else None
                           for p in comp.parameters]
                 result = comp.root.shape.with_default_layout() if comp.root is not None else None
-            if self._run_on(comp, params, result):
+            if self._run_on(comp, params, result, loop_shapes):
                 changed = True
+            if comp in loops:
+                w, cond = loops[comp]
+                changed |= self._settle_loop(comp, cond, w, loop_shapes)
+        return changed
+
+    def _settle_loop(self, body: Computation, cond: Computation, w: Instruction,
+                     loop_shapes: dict[Instruction, Shape]) -> bool:
+        """XLA's rule for a while loop (AddMandatoryConstraints, kWhile): the
+        body's parameter takes the layout its result was given, the body is
+        laid out again with it, and the condition and the loop itself use
+        that layout (the caller copies the init value into it and the
+        loop's result out of it)."""
+        param, changed = body.parameter(0), False
+        if param.shape.is_tuple and body.root.shape.is_tuple \
+                and len(param.shape.tuple_shapes) == len(body.root.shape.tuple_shapes):
+            settled = Shape.tuple(
+                p.with_layout(r.layout) if p.is_array and r.is_array and r.layout is not None
+                and p.rank > 1 else p
+                for p, r in zip(param.shape.tuple_shapes, body.root.shape.tuple_shapes))
+            if settled != param.shape:
+                self.remark(w, f"loop state laid out as the body computes it: {settled}",
+                            kind="analysis")
+                param.shape = settled
+                self._run_on(body, [settled], None, loop_shapes)
+                changed = True
+            root = body.root
+            if root.opcode == "tuple":
+                for i, (op, want) in enumerate(zip(root.operands, param.shape.tuple_shapes)):
+                    if op.shape.is_array and want.is_array and want.layout is not None \
+                            and op.shape.minor_to_major != want.layout.minor_to_major:
+                        from ..dfs_rewrite import add_instruction
+                        copy = add_instruction(body, Instruction(
+                            "copy", op.shape.with_layout(want.layout), [op]))
+                        root.set_operand(i, copy)
+                        changed = True
+                root.shape = Shape.tuple(o.shape for o in root.operands)
+        cparam = cond.parameter(0)
+        cparam.shape = param.shape
+        result = cond.root.shape.with_default_layout() if cond.root is not None else None
+        changed |= self._run_on(cond, [param.shape], result, loop_shapes)
+        loop_shapes[w] = param.shape
         return changed
 
     def _refuse_bitcasts(self, comp: Computation) -> None:
@@ -93,7 +149,8 @@ class LayoutAssignment(Pass):
                           "layout assignment (is this an after_optimizations module? compile XLA's "
                           "before_optimizations module, or run only the post-layout passes)", instr)
 
-    def _run_on(self, comp: Computation, params, result: Shape | None) -> bool:
+    def _run_on(self, comp: Computation, params, result: Shape | None,
+                loop_shapes: dict[Instruction, Shape]) -> bool:
         prop = Propagation(comp, self.reduction_threshold)
         # 1. mandatory constraints
         for p, shape in zip(comp.parameters, params):
@@ -101,6 +158,8 @@ class LayoutAssignment(Pass):
                 prop.set_buffer_layout(shape.layout, p)
         for instr in prop.order:
             self._callee_constraints(prop, instr)
+            if instr in loop_shapes:
+                _loop_constraints(prop, instr, loop_shapes[instr])
         if result is not None:
             prop.set_result_layout(result)
         # 2. backend constraints, reverse post order
@@ -138,4 +197,38 @@ class LayoutAssignment(Pass):
                 prop.set_operand_layout(default_layout(op.shape.rank), instr, k)
 
 
-__all__ = ["LayoutAssignment"]
+def while_loops(module: Module) -> dict[Computation, tuple[Instruction, Computation]]:
+    """body -> (while, condition) for loops whose body and condition nothing
+    else calls (the ones laid out by XLA's kWhile rule here)."""
+    calls: dict[Computation, int] = {}
+    whiles = []
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.attrs:
+                for c in instr.called_computations():
+                    calls[c] = calls.get(c, 0) + 1
+            if instr.opcode == "while":
+                whiles.append(instr)
+    out = {}
+    for w in whiles:
+        body, cond = w.attrs.get("body"), w.attrs.get("condition")
+        if isinstance(body, Computation) and isinstance(cond, Computation) and body is not cond \
+                and calls.get(body) == 1 and calls.get(cond) == 1 \
+                and body.num_parameters == 1 and cond.num_parameters == 1:
+            out[body] = (w, cond)
+    return out
+
+
+def _loop_constraints(prop: Propagation, w: Instruction, shape: Shape) -> None:
+    """The loop's init value elements and result elements take the loop
+    state's layouts (copies before and after the loop where they differ)."""
+    init = w.operands[0]
+    for i, s in enumerate(shape.tuple_shapes):
+        if not s.is_array or s.rank <= 1 or s.layout is None:
+            continue
+        if init.opcode == "tuple":
+            prop.set_operand_layout(s.layout, init, i)
+        prop.set_element_layout(s.layout, w, i)
+
+
+__all__ = ["LayoutAssignment", "while_loops"]

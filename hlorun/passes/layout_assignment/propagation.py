@@ -451,6 +451,8 @@ class Propagation:
                 instr.set_operand(k, copy)
                 on_copy(copy, instr)
                 changed = True
+                if instr.opcode == "tuple":
+                    instr.shape = Shape.tuple(o.shape for o in instr.operands)
         root = self.comp.root
         if result_shape is not None and root is not None:
             new_root = self._copy_to_layout(root, result_shape, on_copy)
