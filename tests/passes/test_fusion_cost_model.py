@@ -248,3 +248,22 @@ ENTRY %e (p: f32[8,128]) -> f32[8] {
     x = r.operands[0]
     e = triton_estimate([x, r], r, DEVICES["H100"])
     assert e.flops == 79 * 8 * 128 + (128 - 1) * 7 * 8
+
+
+def test_reduce_window_flops_are_the_reducers_per_window_element():
+    """HloCostAnalysis::HandleReduceWindow: (window - 1) reducer evaluations
+    per output (a 16-long cumulative window of an f32 add: 15 x 7 flops)."""
+    m = parse_module("""HloModule rw
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %e (p: f32[64,16]) -> f32[64,16] {
+  %p = f32[64,16]{1,0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64,16]{1,0} reduce-window(%p, %z), window={size=1x16 pad=0_0x15_0}, to_apply=%add
+}
+""")
+    r = m.entry.root
+    assert estimate([r], r, DEVICES["H100"]).flops == 64 * 16 * 15 * 7

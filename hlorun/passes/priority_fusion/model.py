@@ -210,6 +210,31 @@ def reduce_flops_per_output(reduce: Instruction) -> float:
     return (n_in - n_out) * per / n_out
 
 
+def reduce_window_flops_per_output(rw: Instruction) -> float:
+    """``HloCostAnalysis::HandleReduceWindow``: the reducer's flops times
+    ``(window elements - 1) x outputs``, per output element; a window along
+    one dimension padded symmetrically by the output size - 1 on each side
+    (a whole-dimension window) counts ``outputs / window + window - 1``."""
+    from ...ir.attrs import parse_window
+    dims = parse_window(rw.attrs.get("window", "{}"))
+    shape = rw.shape.tuple_shapes[0] if rw.shape.is_tuple else rw.shape
+    n_out = max(1, math.prod(shape.dimensions))
+    window = math.prod(d.size for d in dims) if dims else 1
+    count = (window - 1) * n_out
+    if sum(1 for d in dims if d.size != 1) == 1 and \
+            sum(1 for d in dims if d.padding_low or d.padding_high) == 1:
+        for i, d in enumerate(dims):
+            if d.size != 1 and d.padding_low and d.padding_high and \
+                    d.padding_low == d.padding_high and d.size == 2 * d.padding_low + 1:
+                if d.padding_low == shape.dimensions[i] - 1:
+                    window = shape.dimensions[i]
+                    count = n_out // window + window - 1
+                break
+    comp = rw.to_apply
+    per = computation_flops(comp) if comp is not None else DEFAULT_FLOPS_PER_ELEMENT
+    return count * per / n_out
+
+
 def concatenate_flops(concat: Instruction) -> int:
     """Flops per output element of ``concat``."""
     dim = concat.dimensions[0]
@@ -309,6 +334,8 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
                 flops += n * concatenate_flops(m)
             elif op_m == "reduce":
                 flops += n * reduce_flops_per_output(m)
+            elif op_m == "reduce-window":
+                flops += n * reduce_window_flops_per_output(m)
             passes = op_m == "tuple" or op_m == "get-tuple-element"
         for i, op in enumerate(m.operands):
             src = op if op in member_set else resolve(op)
