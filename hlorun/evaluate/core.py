@@ -75,8 +75,10 @@ class Evaluator:
     is allocated); ``max_while_iterations`` bounds each while loop."""
 
     def __init__(self, module: Module, max_bytes: int | None = DEFAULT_MAX_BYTES,
-                 max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS):
-        keep_freed_memory()  # reuse freed arrays' memory: no page faults per op
+                 max_while_iterations: int = DEFAULT_MAX_WHILE_ITERATIONS,
+                 tune_malloc: bool = True):
+        if tune_malloc:  # a compiler pass evaluating a few constants leaves malloc alone
+            keep_freed_memory()  # reuse freed arrays' memory: no page faults per op
         self.module = module
         self.max_bytes = max_bytes
         self.max_while_iterations = max_while_iterations

@@ -97,7 +97,7 @@ class ConstantFolding(Pass):
     def run(self, module: Module) -> bool:
         from ..evaluate import EvaluationError
         from ..evaluate.core import Evaluator
-        ev = Evaluator(module, max_bytes=None)
+        ev = Evaluator(module, max_bytes=None, tune_malloc=False)
         effects = SideEffects()
         memo: dict = {}
         changed = False
