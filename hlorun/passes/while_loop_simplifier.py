@@ -1,10 +1,14 @@
 """``while-loop-simplifier``: part of XLA's WhileLoopSimplifier
 (xla/hlo/transforms/simplifiers/while_loop_simplifier.cc).
 
-Three of its rewrites, tried per while loop in XLA's order (after a
-successful constant-parameter removal the loop is done for this run, as in
-XLA):
+Four of its rewrites, tried per while loop in XLA's order (after a
+successful dead- or constant-parameter removal the loop is done for this
+run, as in XLA):
 
+* ``TryRemoveDeadWhileParams`` (:mod:`.while_dead_params`): loop elements
+  nothing after the loop, in the condition or in the other elements' next
+  values reads leave the loop state with the body instructions computing
+  them;
 * ``TryRemoveConstantParams``: a tuple element whose init value and whose
   next value (body root) are constants with the same literal leaves the
   loop state; the body, the condition and the loop's users read the
@@ -25,8 +29,8 @@ Loops are left alone when their init or body root is not a tuple
 instruction, when the body or condition is called by anything else, or
 (where this pass would need XLA's whole-parameter replacement) when the
 body or condition parameter has users other than get-tuple-elements.  Not
-implemented: adding a trip counter to a loop that has none, repeated /
-dead tuple indices, tuple flattening, trivial compares, removing loops of
+implemented: adding a trip counter to a loop that has none, repeated
+tuple indices, tuple flattening, trivial compares, removing loops of
 zero or one trip.
 
 Like XLA's pass it ends with a dead-code elimination when it changed
@@ -46,6 +50,7 @@ import numpy as np
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape, compatible
 from .base import Pass
+from .while_dead_params import dead_indices, remove_dead_params
 
 _INDUCTION_TYPES = ("s8", "u8", "s32", "u32", "s64", "u64")
 
@@ -304,6 +309,14 @@ class WhileLoopSimplifier(Pass):
                 continue
             loop = _Loop(w)
             if not loop.usable(callers):
+                continue
+            dead = sorted(dead_indices(w))
+            if dead:
+                remove_dead_params(w, set(dead))
+                self.remark(w.name, f"dead tuple elements {dead} removed from the loop state "
+                            "(nothing after the loop, in the condition or in the other "
+                            "elements' next values reads them)")
+                changed = True
                 continue
             gone = remove_constant_params(loop)
             if gone:

@@ -146,3 +146,26 @@ def test_slice_of_slice_is_one_slice(layout_sensitive):
     assert a.attrs["slice"] == "{[0:64], [256:512]}"
     assert b.attrs["slice"] == "{[0:64], [512:768]}"
     _agree(before, after)
+
+
+def test_dead_elements_leave_the_loop_with_their_computation():
+    # element 2 (acc) feeds only itself; elements 4 and 5 feed each other but
+    # nothing else (XLA's union-find group); none is read after the loop
+    text = LOOP.replace("(s32[], s32[], f32[8], s32[])", "(s32[], s32[], f32[8], s32[], f32[8], f32[8])") \
+        .replace("(s32[], s32[], f32[8]{0}, s32[])", "(s32[], s32[], f32[8]{0}, s32[], f32[8]{0}, f32[8]{0})") \
+        .replace("  %seven = s32[] constant(7)\n  ROOT %t", "  %u = f32[8]{0} get-tuple-element(%p), index=4\n"
+                 "  %v = f32[8]{0} get-tuple-element(%p), index=5\n  %nu = f32[8]{0} add(%u, %v)\n"
+                 "  %nv = f32[8]{0} multiply(%u, %v)\n  %seven = s32[] constant(7)\n  ROOT %t") \
+        .replace("tuple(%next_i, %next_j, %next_acc, %seven)", "tuple(%next_i, %next_j, %next_acc, %seven, %nu, %nv)") \
+        .replace("tuple(%zero, %five, %x, %seven)", "tuple(%zero, %five, %x, %seven, %x, %x)") \
+        .replace("ROOT %out = (s32[], f32[8]{0}, s32[]) tuple(%wj, %wacc, %wi)",
+                 "ROOT %out = (s32[], s32[]) tuple(%wj, %wi)") \
+        .replace("-> (s32[], f32[8], s32[]) {", "-> (s32[], s32[]) {")
+    before, after = parse_module(text), parse_module(text)
+    _simplify(after)
+    w = _while(after)
+    assert [s.element_type for s in w.shape.tuple_shapes] == ["s32"]
+    body = w.attrs["body"]
+    assert not any(i.opcode in ("multiply", "broadcast") and i.shape.element_type == "f32"
+                   for i in body.instructions)
+    _agree(before, after)
