@@ -267,3 +267,25 @@ ENTRY %e (p: f32[64,16]) -> f32[64,16] {
 """)
     r = m.entry.root
     assert estimate([r], r, DEVICES["H100"]).flops == 64 * 16 * 15 * 7
+
+
+def test_side_output_write_overlaps_with_compute():
+    """EstimateRunTimeForFusion(producer_writes_side_output): a multi-output
+    fusion's extra write joins the kernel's memory time before it is
+    overlapped with compute -- a compute-bound kernel hides most of it."""
+    m = parse_module("""HloModule so
+ENTRY %e (p: f32[1024,1024]) -> f32[1024,1024] {
+  %p = f32[1024,1024]{1,0} parameter(0)
+  %a = f32[1024,1024]{1,0} tanh(%p)
+  %b = f32[1024,1024]{1,0} tanh(%a)
+  %c = f32[1024,1024]{1,0} tanh(%b)
+  ROOT %d = f32[1024,1024]{1,0} tanh(%c)
+}
+""")
+    dev = DEVICES["H100"]
+    units = [i for i in m.entry.instructions if i.opcode == "tanh"]
+    root = m.entry.root
+    base = estimate(units, root, dev)
+    side = estimate(units, root, dev, side_output_bytes=4 * 1024 * 1024)
+    write_us = 4 * 1024 * 1024 / dev.bandwidth * 1e6
+    assert 0 < side.time_us - base.time_us < 0.5 * write_us  # 4 tanh at 467 flops: compute-bound

@@ -24,8 +24,10 @@ computation as it was when the pass started).  For each one, ``producer``:
    into the user that may be a multi-output root, has compatible shapes,
    is not reached through another operand (no cycle), fits the budget, is
    not too large when merged (``ProducerConsumerMergedTooLarge``,
-   :mod:`..priority_fusion.ir_size`) and is not slower fused (cost model: one launch, the producer's value written
-   as an extra output, against two kernels) -- preferring multi-output
+   :mod:`..priority_fusion.ir_size`) and is not slower fused (cost model,
+   ``EstimateRunTimesForMultiOutputFusion``: one launch whose kernel also
+   writes the producer's value, its write time combined with the kernel's
+   other memory time before overlapping with compute, against two kernels) -- preferring multi-output
    fusions, then fusions.  The producer's other users read its value as an
    output of the fusion.
 
@@ -150,11 +152,13 @@ class _Run:
 
     # -- producer -> consumer -----------------------------------------------------------
     def _slower_fused(self, producer: Instruction, consumer: Instruction) -> bool:
-        p = estimate([producer], producer, self.device).time_us
+        ep = estimate([producer], producer, self.device)
         c = estimate([consumer], consumer, self.device).time_us
-        f = estimate([producer, consumer], consumer, self.device)
-        extra = estimate([producer], producer, self.device).write_bytes / self.device.bandwidth * 1e6
-        return f.time_us + extra + LAUNCH_US > p + c + 2 * LAUNCH_US
+        # EstimateRunTimesForMultiOutputFusion: the fused kernel also writes
+        # the producer's value (producer_writes_side_output)
+        f = estimate([producer, consumer], consumer, self.device,
+                     side_output_bytes=ep.write_bytes)
+        return f.time_us + LAUNCH_US > ep.time_us + c + 2 * LAUNCH_US
 
     def producer_candidate(self, producer: Instruction, consumer: Instruction) -> str | None:
         if not R.fusible_as_multi_output_root(consumer):

@@ -379,9 +379,12 @@ def ir_walk(units: list[Instruction], root_unit: Instruction, members=None) -> I
 
 
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
-             members=None) -> Estimate:
+             members=None, side_output_bytes: int = 0) -> Estimate:
     """The estimate of one kernel made of ``units`` (``root_unit``'s output);
-    ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`)."""
+    ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`);
+    ``side_output_bytes``: a producer's value the kernel also writes (a
+    multi-output fusion: ``producer_writes_side_output``), written with the
+    output before memory and compute time are combined."""
     u = Units(units, members)
     root = u.root_of(root_unit)
     view = FusionView(u.members, root, None, _links(u))
@@ -413,7 +416,7 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
         rest_bw = min(rest_bw, cap)
         read_s += net / dram_bw + (total - net) / rest_bw
     write_bytes = _bytes(root)
-    write_s = write_bytes / device.bandwidth
+    write_s = (write_bytes + side_output_bytes) / device.bandwidth
     fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2
     compute_s = flops / fpus * 1e-9 if fpus else 0.0
     mem = read_s + write_s
