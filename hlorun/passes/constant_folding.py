@@ -95,9 +95,7 @@ class ConstantFolding(Pass):
     name = "constant-folding"
 
     def run(self, module: Module) -> bool:
-        from ..evaluate import EvaluationError
-        from ..evaluate.core import Evaluator
-        ev = Evaluator(module, max_bytes=None, tune_malloc=False)
+        ev = None  # the evaluator is imported and built only when something folds
         effects = SideEffects()
         memo: dict = {}
         changed = False
@@ -107,6 +105,10 @@ class ConstantFolding(Pass):
                     continue  # removed, or dead (XLA skips dead code)
                 if not foldable(instr, effects, memo):
                     continue
+                if ev is None:
+                    from ..evaluate import EvaluationError
+                    from ..evaluate.core import Evaluator
+                    ev = Evaluator(module, max_bytes=None, tune_malloc=False)
                 try:
                     ops = [ev._eval(o, []) if o.opcode == "constant" else
                            ev._eval(o, [ev._eval(o.operands[0], [])]) for o in instr.operands]
