@@ -17,13 +17,15 @@ scan; if anything differs, the generation ``tracker.gen`` goes up by one
 and the difference is logged.  ``tracker.changes_since(g)`` merges the
 log from generation ``g`` on into one :class:`Changes`.
 
-Nothing is trusted: passes may assign ``instr.shape`` or edit
-``instr.attrs`` in place without telling anyone, and a scan still sees it
-(shapes are interned and immutable, so comparing them by identity is
-exact; attribute values are strings, computations or lists of them).
-A scan is a few column-wise passes over the instructions (``map`` with
-``attrgetter`` runs in C) and one row comparison each: several times
-cheaper than printing, verifying or even fingerprinting the module.
+Passes may assign ``instr.shape`` or edit ``instr.attrs`` in place
+without telling anyone, and a scan still sees it (through the journal
+below; shapes are interned and immutable, so comparing them by identity
+is exact; attribute values are strings, computations or lists of them).
+Rows are built column-wise (``map`` with ``attrgetter`` runs in C).
+The log keeps only the steps that consumers with state in
+``tracker.cache`` (values with a ``gen``) have not seen yet, at most
+``keep``: old steps hold the rows of removed instructions, and through
+them whole dead graphs.
 
 ``scan(module, token)`` skips the work when ``token`` equals the previous
 scan's (the pipeline runner passes the number of passes it has run, so
@@ -50,12 +52,14 @@ What stamps an instruction and its computation:
   (``instr.shape = s``, ``instr.operands = [...]``): the scan turns each
   instruction it reads into a :class:`TrackedInstruction`, whose
   ``__setattr__`` stamps (construction, and the instructions a pass builds
-  before the next scan, stay at full speed);
+  before the next scan, stay at full speed; :mod:`hlorun.ir.journal`);
 * any in-place edit of such an instruction's ``attrs``, ``_users``,
   ``operands`` or control lists (``attrs[k] = v``, ``operands[0] = x``,
   ``_users.pop(u)`` ...): the scan gives it :class:`Attrs` / :class:`Links`
   containers, which stamp their owner (a removed instruction's containers
-  drop the link, so reference counting still frees it).
+  drop the link, so reference counting still frees it); empty control
+  lists become the shared read-only :data:`hlorun.ir.module.NO_LINKS`
+  (``add_control_dependency_to`` replaces it).
 
 So the tracker's cost per scan is that of the change plus a few C-level
 passes over the stamped computations' instruction sequences, and the

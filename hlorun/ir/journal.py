@@ -48,14 +48,8 @@ class TrackedInstruction(Instruction):
                 value.stamp = e
 
 
-def _stamp_owner(c) -> None:
-    o = c.owner
-    if o is not None:
-        e = _ir.EPOCH[0]
-        _set_slot(o, "stamp", e)
-        p = o.parent
-        if p is not None:
-            p.stamp = e
+_EPOCH = _ir.EPOCH
+_put_stamp = Instruction.stamp.__set__  # type: ignore[attr-defined]
 
 
 def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
@@ -66,7 +60,13 @@ def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
         f = getattr(base, m)
 
         def hook(self, *args, **kw):
-            _stamp_owner(self)
+            o = self.owner
+            if o is not None:
+                e = _EPOCH[0]
+                _put_stamp(o, e)
+                p = o.parent
+                if p is not None:
+                    p.stamp = e
             return f(self, *args, **kw)
         hook.__name__ = m
         return hook
@@ -86,10 +86,9 @@ Links = _hooked(list, ("__setitem__", "__delitem__", "append", "extend", "insert
 _HOOKED = (Attrs, Links)
 _CONTAINERS = attrgetter("attrs", "_users", "operands", "control_predecessors",
                          "control_successors")
-_SLOTS = ("attrs", "_users", "operands", "control_predecessors", "control_successors")
-_SETTERS = tuple(getattr(Instruction, k).__set__ for k in _SLOTS)
-_KINDS = (Attrs, Attrs, Links, Links, Links)
-_PUT_OPERANDS = _SETTERS[_SLOTS.index("operands")]
+_put_attrs, _put_users, _put_operands, _put_cpred, _put_csucc = (
+    getattr(Instruction, k).__set__ for k in ("attrs", "_users", "operands",
+                                              "control_predecessors", "control_successors"))
 
 
 def adopt(instrs: Iterable[Instruction]) -> None:
@@ -97,14 +96,30 @@ def adopt(instrs: Iterable[Instruction]) -> None:
     for i in instrs:
         if i.__class__ is Instruction:
             i.__class__ = TrackedInstruction
-        for c, kind, put in zip(_CONTAINERS(i), _KINDS, _SETTERS):
-            if kind is Links and not c and c is not NO_LINKS and put is not _PUT_OPERANDS:
-                put(i, NO_LINKS)  # no control dependencies: the shared empty list
-            elif c is not NO_LINKS and (c.__class__ is not kind or c.owner is not i):
-                c = kind(c)
+        c = i.attrs
+        if c.__class__ is not Attrs or c.owner is not i:
+            c = Attrs(c)
+            c.owner = i
+            _put_attrs(i, c)
+        c = i._users
+        if c.__class__ is not Attrs or c.owner is not i:
+            c = Attrs(c)
+            c.owner = i
+            _put_users(i, c)
+        c = i.operands
+        if c.__class__ is not Links or c.owner is not i:
+            c = Links(c)
+            c.owner = i
+            _put_operands(i, c)
+        for c, put in ((i.control_predecessors, _put_cpred), (i.control_successors, _put_csucc)):
+            if c is NO_LINKS:
+                continue
+            if not c:  # no control dependencies: the shared empty list
+                put(i, NO_LINKS)
+            elif c.__class__ is not Links or c.owner is not i:
+                c = Links(c)
                 c.owner = i
                 put(i, c)
-
 
 
 __all__ = ["Attrs", "Links", "TrackedInstruction", "adopt"]

@@ -55,8 +55,8 @@ from ..ir.changes import (ROW_CPRED, ROW_OPCODE, ROW_OPERANDS, ROW_USERS, Change
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import split_async_sugar
 from . import module_rules
-from .module import (Context, Finding, _computation, _context, _has_buffer, _instruction,
-                     buffer_rules, deadlock_rules, reads_users)
+from .module import (Context, Finding, _computation, _has_buffer, _instruction, buffer_rules,
+                     call_list, context_from, deadlock_rules, reads_users)
 
 _CHANNEL_OPS = frozenset({"send", "recv", "send-done", "recv-done"})
 _ALL_REDUCE = frozenset({"all-reduce", "all-reduce-start"})
@@ -79,6 +79,8 @@ class _State:
         self.module = module
         self.gen = gen
         self.ctx = Context()
+        #: computation -> its call_list (the context is rebuilt from these)
+        self.calls: dict[Computation, list] = {}
         self.comp_info: dict[Computation, tuple] = {}
         self.comp_f: dict[Computation, list[Finding]] = {}
         self.dup_f: dict[Computation, dict[Instruction, Finding]] = {}
@@ -147,7 +149,8 @@ def _names(comp: Computation) -> dict[Instruction, Finding]:
 
 def _full(module: Module, opts: Any, gen: int) -> _State:
     st = _State(module, gen)
-    ctx = st.ctx = _context(module)
+    st.calls = {c: call_list(c) for c in module.computations}
+    ctx = st.ctx = context_from(module, st.calls)
     for comp in module.computations:
         st.comp_info[comp] = _comp_info(comp)
         f = list(_computation(comp, ctx))
@@ -187,7 +190,20 @@ def _module_level(st: _State, module: Module, opts: Any, channels: bool,
 
 def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleTracker) -> None:
     old_ctx = st.ctx
-    ctx = _context(module) if ch.calls else old_ctx
+    touched = tracker.touched(ch) | ch.removed_computations
+    if ch.calls:  # rebuilt from the computations' call lists, the changed ones read again
+        calls = st.calls
+        for c in ch.removed_computations:
+            calls.pop(c, None)
+        for c in touched:
+            if c.module is module:
+                calls[c] = call_list(c)
+        for c in module.computations:
+            if c not in calls:
+                calls[c] = call_list(c)
+        ctx = context_from(module, calls)
+    else:
+        ctx = old_ctx
     st.ctx = ctx
     redo: set[Instruction] = set(ch.instructions)
     for i in ch.instructions:
@@ -208,7 +224,6 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             redo.update(watch.get(i, ()))
         for i in ch.removed:
             redo.update(watch.get(i, ()))
-    touched = tracker.touched(ch) | ch.removed_computations
     whole: set[Computation] = set()  # computations to redo entirely
     for c in ch.computations:
         info = _comp_info(c)

@@ -49,6 +49,27 @@ def _context(module: Module) -> Context:
     return ctx
 
 
+def call_list(comp: Computation) -> list[tuple[Instruction, list[Computation]]]:
+    """``comp``'s calling instructions with what they call, in order."""
+    return [(i, cc) for i in comp._instructions if i.attrs
+            for cc in (i.called_computations(),) if cc]
+
+
+def context_from(module: Module, calls: dict[Computation, list]) -> Context:
+    """:func:`_context` from every computation's :func:`call_list`."""
+    ctx = Context()
+    setdefault = ctx.callers.setdefault
+    for comp in module.computations:
+        for instr, cc in calls[comp]:
+            for callee in cc:
+                setdefault(callee, []).append(instr)
+                if instr.opcode == "fusion":
+                    ctx.fusion_computations.add(callee)
+                elif instr.opcode in ("async-start", "async-update", "async-done"):
+                    ctx.async_computations.add(callee)
+    return ctx
+
+
 def run(module: Module, opts: Any, memo: bool = True) -> Iterator[Finding]:
     """Every finding of the HloVerifier rules on ``module`` (``memo``: skip
     the shape and instruction rules for content seen to pass already)."""
