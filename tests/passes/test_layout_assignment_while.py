@@ -49,3 +49,32 @@ def test_loop_state_takes_the_layouts_the_body_computes():
     cmp = compare_values(evaluate(before, args), evaluate(module, args), output_types(before),
                          tolerance_types=tolerance_types(before))
     assert cmp.ok, "; ".join(leaf.describe() for leaf in cmp.leaves if not leaf.ok)
+
+
+SCALAR_LOOP = """HloModule WhileWithScalarS32Result_module, entry_computation_layout={()->s32[]}
+
+%body.v3 (prev.1: s32[]) -> s32[] {
+  %constant = s32[] constant(1)
+  %prev.1 = s32[] parameter(0)
+  ROOT %add = s32[] add(s32[] %constant, s32[] %prev.1)
+}
+
+%condition.v3 (prev.2: s32[]) -> pred[] {
+  %constant.1 = s32[] constant(5)
+  %prev.2 = s32[] parameter(0)
+  ROOT %greater-than = pred[] compare(s32[] %constant.1, s32[] %prev.2), direction=GT
+}
+
+ENTRY %WhileWithScalarS32Result.v2 () -> s32[] {
+  %constant.2 = s32[] constant(0)
+  ROOT %while = s32[] while(s32[] %constant.2), condition=%condition.v3, body=%body.v3
+}
+"""
+
+
+def test_a_loop_over_a_scalar_compiles():
+    """XLA's parser test WhileWithScalarS32Result (the loop state is not a
+    tuple): the whole default pipeline runs."""
+    from hlorun.text.parser import parse_module
+    module = parse_module(SCALAR_LOOP)
+    assert run_pipeline(module, load_pipeline("gpu-cuda"), RunOptions()).exit_code == 0

@@ -135,7 +135,8 @@ class LayoutAssignment(Pass):
         cparam.shape = param.shape
         result = cond.root.shape.with_default_layout() if cond.root is not None else None
         changed |= self._run_on(cond, [param.shape], result, loop_shapes)
-        loop_shapes[w] = param.shape
+        if param.shape.is_tuple:
+            loop_shapes[w] = param.shape
         return changed
 
     def _refuse_bitcasts(self, comp: Computation) -> None:
@@ -223,6 +224,8 @@ def _loop_constraints(prop: Propagation, w: Instruction, shape: Shape) -> None:
     """The loop's init value elements and result elements take the loop
     state's layouts (copies before and after the loop where they differ)."""
     init = w.operands[0]
+    if not shape.is_tuple or not w.shape.is_tuple:
+        return
     for i, s in enumerate(shape.tuple_shapes):
         if not s.is_array or s.rank <= 1 or s.layout is None:
             continue
