@@ -139,7 +139,9 @@ class _Queue:
     def _estimate_alone(self, instr: Instruction) -> Estimate:
         if is_generic_triton_fusion(instr):
             return triton_estimate([instr], instr, self.device, self.members, self.summary)
-        return estimate([instr], instr, self.device, self.members)
+        if self.bodies is None:
+            return estimate([instr], instr, self.device)
+        return estimate([instr], instr, self.device, self._members, kind=self._facts(instr)[1])
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
         if involves_triton(producer, consumer):

@@ -20,12 +20,13 @@ described by its instruction list and its roots (:class:`FusionView`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import Shape, reshape_is_bitcast, transpose_is_bitcast
+from .transpose_emitter import tiled_transpose_description
 
 WARP_SIZE = 32
 MIN_THREADS_X_ROW_REDUCTION = 1024
@@ -230,36 +231,57 @@ def is_intermediate(instr: Instruction, allowed_operands: int = 1) -> bool:
     return False
 
 
+#: (operand shape, shape, dimensions text) -> tiled?  The answer depends on
+#: nothing else; priority fusion asks millions of times on large models.
+_TILED: dict = {}
+
+
 def tiled_transpose(instr: Instruction) -> bool:
     """A transpose the shared-memory transpose emitter takes
     (``GetDescriptionForTiledTransposeEmitter``, :mod:`.transpose_emitter`)."""
-    from .transpose_emitter import tiled_transpose_description
-    return tiled_transpose_description(instr) is not None
+    if instr.opcode != "transpose":
+        return False
+    key = (instr.operands[0].shape, instr.shape, instr.attrs.get("dimensions"))
+    got = _TILED.get(key)
+    if got is None:
+        got = _TILED[key] = tiled_transpose_description(instr) is not None
+    return got
+
+
+def _same(x: Instruction) -> Instruction:
+    return x
 
 
 def find_hero(root: Instruction, members: set[Instruction] | None = None,
-              resolve=None) -> Instruction:
+              resolve=None, transposes: bool = True) -> Instruction:
     """``FindNonTrivialHero`` inside a fusion body (``members``: the body's
     instructions; None = the root's computation; ``resolve`` maps an operand
-    to the member that computes it in a would-be fusion)."""
-    res = resolve or (lambda x: x)
-
-    def inside(x: Instruction) -> bool:
-        return x.opcode != "parameter" and (members is None or x in members)
+    to the member that computes it in a would-be fusion; ``transposes``:
+    False when no member is a transpose, which skips the search for one)."""
+    res = resolve or _same
     hero = root
-    while is_intermediate(hero) and inside(res(hero.operands[0])):
-        hero = res(hero.operands[0])
-    # transposes reachable through elementwise ops are heroes too
-    stack, seen = [hero], set()
-    while stack:
-        x = stack.pop()
-        if x in seen or not inside(x):
-            continue
-        seen.add(x)
-        if tiled_transpose(x):
-            return x
-        if x.opcode in ELEMENTWISE or x.opcode == "bitcast":
-            stack.extend(res(o) for o in x.operands)
+    while is_intermediate(hero):
+        x = res(hero.operands[0])
+        if x.opcode == "parameter" or (members is not None and x not in members):
+            break
+        hero = x
+    if transposes or members is None:
+        # transposes reachable through elementwise ops are heroes too
+        stack, seen = [hero], set()
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            op = x.opcode
+            if op == "parameter" or (members is not None and x not in members):
+                continue
+            seen.add(x)
+            if op == "transpose":
+                if tiled_transpose(x):
+                    return x
+            elif op in ELEMENTWISE or op == "bitcast":
+                for o in x.operands:
+                    stack.append(res(o))
     if hero.opcode != "reduce":
         return root
     return hero
@@ -274,18 +296,35 @@ def fused_members(body) -> list[Instruction]:
 class FusionView:
     """The instructions of a (real or would-be) fusion and its root;
     ``links`` maps an operand (a fused producer, a body parameter) to the
-    member computing it."""
+    member computing it.  The member set, the opcodes and the hero are
+    computed once per view (a view is not edited after it is made)."""
 
     members: list[Instruction]
     root: Instruction
     backend_kind: str | None = None
     links: dict | None = None
+    _set: set | None = field(default=None, init=False, repr=False, compare=False)
+    _ops: set | None = field(default=None, init=False, repr=False, compare=False)
+    _hero: Instruction | None = field(default=None, init=False, repr=False, compare=False)
 
     def resolve(self, x: Instruction) -> Instruction:
-        links = self.links or {}
-        while x in links:
-            x = links[x]
+        links = self.links
+        if links:
+            while x in links:
+                x = links[x]
         return x
+
+    def member_set(self) -> set[Instruction]:
+        s = self._set
+        if s is None:
+            s = self._set = set(self.members)
+        return s
+
+    def has_opcode(self, opcode: str) -> bool:
+        ops = self._ops
+        if ops is None:
+            ops = self._ops = {m.opcode for m in self.members}
+        return opcode in ops
 
     @staticmethod
     def of(instr: Instruction, members=None) -> "FusionView":
@@ -308,14 +347,22 @@ class FusionView:
                         links[prm] = unit.operands[prm.parameter_number]
         return FusionView(p.members + c.members, c.root, c.backend_kind or p.backend_kind, links)
 
+    def _find_hero(self, root: Instruction) -> Instruction:
+        return find_hero(root, self.member_set(), self.resolve, self.has_opcode("transpose"))
+
     def hero(self) -> Instruction:
         """The hero of a single-output fusion; of a multi-output fusion (a
         tuple root), the first real reduction hero among its roots, else the
         first tiled transpose hero, else the tuple."""
-        members = set(self.members)
+        h = self._hero
+        if h is None:
+            h = self._hero = self._compute_hero()
+        return h
+
+    def _compute_hero(self) -> Instruction:
         if self.root.opcode != "tuple":
-            return find_hero(self.root, members, self.resolve)
-        heroes = self.roots_and_heroes(members)
+            return self._find_hero(self.root)
+        heroes = self.roots_and_heroes()
         for root, hero in heroes:
             if hero.opcode == "reduce" and is_real_reduction_hero(root, hero):
                 return hero
@@ -326,10 +373,11 @@ class FusionView:
 
     def roots_and_heroes(self, members=None) -> list[tuple[Instruction, Instruction]]:
         """(root, hero) per output (the tuple's operands for a multi-output fusion)."""
-        members = set(self.members) if members is None else members
         roots = [self.resolve(o) for o in self.root.operands] if self.root.opcode == "tuple" \
             else [self.root]
-        return [(r, find_hero(r, members, self.resolve)) for r in roots]
+        if members is not None and members is not self._set:
+            return [(r, find_hero(r, members, self.resolve)) for r in roots]
+        return [(r, self._find_hero(r)) for r in roots]
 
 
 def emitter_kind(view: FusionView) -> str:
@@ -359,7 +407,9 @@ def concatenate_hero(view: FusionView) -> Instruction | None:
     one-operand intermediates, then through intermediates of up to three
     operands, exactly one concatenate whose users in the fusion are all
     intermediates; None when there is none (the loop emitter)."""
-    members = set(view.members)
+    if not view.has_opcode("concatenate"):
+        return None  # the search below finds only members that are concatenates
+    members = view.member_set()
     res = view.resolve
 
     def inside(x: Instruction) -> bool:

@@ -95,12 +95,24 @@ def _elements(instr: Instruction) -> int:
     return n
 
 
+_BYTES: dict = {}  # shape -> (bytes, bytes per element as the read model charges)
+
+
+def _shape_bytes(s) -> tuple[int, int]:
+    got = _BYTES.get(s)
+    if got is None:
+        if s.is_tuple:
+            n = sum(math.prod(t.dimensions) * byte_width(t.element_type)
+                    for t in s.tuple_shapes if not t.is_tuple)
+            got = (n, 4)
+        else:
+            got = (math.prod(s.dimensions) * byte_width(s.element_type), byte_width(s.element_type))
+        _BYTES[s] = got
+    return got
+
+
 def _bytes(instr: Instruction) -> int:
-    s = instr.shape
-    if s.is_tuple:
-        return sum(math.prod(t.dimensions) * byte_width(t.element_type)
-                   for t in s.tuple_shapes if not t.is_tuple)
-    return math.prod(s.dimensions) * byte_width(s.element_type)
+    return _shape_bytes(instr.shape)[0]
 
 
 _FREE = frozenset({"bitcast", "reshape", "broadcast", "transpose", "copy", "slice", "pad",
@@ -162,20 +174,6 @@ def _links(u: "Units") -> dict:
         if unit.opcode == "fusion":
             links[unit] = unit.fused_computation.root
     return links
-
-
-def _reads_per_eval(user: Instruction, operand_index: int) -> float:
-    """Elements of operand ``operand_index`` one evaluation of one element of
-    ``user`` reads."""
-    if user.opcode == "reduce" and operand_index < len(user.operands) // 2:
-        return _elements(user.operands[operand_index]) / max(1, _elements(user))
-    if user.opcode == "concatenate":
-        return _elements(user.operands[operand_index]) / max(1, _elements(user))
-    if user.opcode == "reduce-window" and operand_index < len(user.operands) // 2:
-        # HloCostAnalysis::HandleReduceWindow (count_multiple_input_accesses):
-        # every output element reads a whole window
-        return float(_window_elements(user))
-    return 1.0
 
 
 def _window_elements(rw: Instruction) -> int:
@@ -256,7 +254,6 @@ class IrInfo:
 
 @dataclass(slots=True)
 class _Walk:
-    evals: dict
     ext_reads: dict
     flops: float
     uncoalesced: list
@@ -264,8 +261,8 @@ class _Walk:
 
 
 def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
-    """Element evaluations per member, element reads per external operand,
-    flops, uncoalesced reads and IR size of one kernel: XLA's
+    """Element reads per external operand, flops, uncoalesced reads and IR
+    size of one kernel: XLA's
     ``GpuHloCostAnalysis::FusionCalculateUtilizations``.
 
     The emitter computes an elementwise op once per element it is asked for,
@@ -277,12 +274,14 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
     reduce, slice, concatenate, bitcast ...) makes each operand a root of
     its own.  Utilizations are relative (1 = every element once) as in XLA,
     so the outputs of a multi-output fusion share their common values; an
-    instruction is *emitted* once per root too (the IR size)."""
+    instruction is *emitted* once per root too (the IR size).
+
+    (The hottest loop of priority fusion: operand resolution and the reads
+    per evaluation are written out inline.)"""
     util: dict[Instruction, float] = {root: 1.0}     # per root
     size: dict[Instruction, int] = {root: 1}         # per root: times emitted
     roots: dict[Instruction, frozenset] = {root: frozenset((root,))}
     ext_roots: dict[Instruction, frozenset] = {}
-    evals: dict[Instruction, float] = {}
     uncoalesced: list[str] = []
     # root sets are shared along elementwise chains and merged copy-on-write;
     # a set's totals are fixed once its first member is reached (its roots
@@ -301,8 +300,12 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
         return t
 
     member_set = u.member_set
-    resolve = u.resolve
+    param_of = u.param_of
+    unit_set = u.unit_set
     elements = _ELEMENTS
+    elementwise = ELEMENTWISE
+    invalidates = INVALIDATES_CACHE
+    check_transpose = kind != "transpose"
     flops = 0.0
     ir_size = splits = 0
     for m in reversed(u.members):  # users before operands
@@ -320,12 +323,12 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
             totals[id(rs)] = t
         um, times = t
         e_m = elements.get(m.shape)
-        n = evals[m] = um * (e_m if e_m is not None else _elements(m))
+        n = um * (e_m if e_m is not None else _elements(m))
         ir_size += times
         op_m = m.opcode
-        if op_m in INVALIDATES_CACHE:
+        if op_m in invalidates:
             splits += times
-        if op_m in ELEMENTWISE:
+        if op_m in elementwise:
             if op_m != "copy":
                 flops += n * flops_per_element(op_m, m.shape.element_type)
             passes = True
@@ -337,22 +340,52 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
             elif op_m == "reduce-window":
                 flops += n * reduce_window_flops_per_output(m)
             passes = op_m == "tuple" or op_m == "get-tuple-element"
-        for i, op in enumerate(m.operands):
-            src = op if op in member_set else resolve(op)
-            if src in member_set:
-                target = roots
-            else:
-                target = ext_roots
-                if op_m == "transpose" and kind != "transpose" and tiled_transpose(m):
-                    uncoalesced.append(src.name)
-            got = target.get(src)
-            if passes:
+        if passes:
+            for op in m.operands:
+                if op in member_set:
+                    src, target = op, roots
+                else:
+                    src = op
+                    while src.opcode == "parameter" and src in param_of:
+                        src = param_of[src]
+                    if src in unit_set:
+                        src = src.fused_computation.root if src.opcode == "fusion" else src
+                    target = roots if src in member_set else ext_roots
+                got = target.get(src)
                 if got is None:
                     target[src] = rs
                 elif got is not rs and not rs <= got:
                     target[src] = got | rs
-                continue
-            reads = n * _reads_per_eval(m, i)
+            continue
+        n_ops = len(m.operands)
+        for i, op in enumerate(m.operands):
+            if op in member_set:
+                src, target = op, roots
+            else:
+                src = op
+                while src.opcode == "parameter" and src in param_of:
+                    src = param_of[src]
+                if src in unit_set:
+                    src = src.fused_computation.root if src.opcode == "fusion" else src
+                if src in member_set:
+                    target = roots
+                else:
+                    target = ext_roots
+                    if op_m == "transpose" and check_transpose and tiled_transpose(m):
+                        uncoalesced.append(src.name)
+            got = target.get(src)
+            # elements of operand i one evaluation of one element of m reads: an
+            # input of a reduce (or a concatenate's operand) its share, a
+            # reduce-window input a whole window per output element
+            # (HloCostAnalysis::HandleReduceWindow), anything else one
+            if op_m == "reduce" and i < n_ops // 2:
+                reads = n * (_elements(op) / max(1, _elements(m)))
+            elif op_m == "concatenate":
+                reads = n * (_elements(op) / max(1, _elements(m)))
+            elif op_m == "reduce-window" and i < n_ops // 2:
+                reads = n * float(_window_elements(m))
+            else:
+                reads = n * 1.0
             if got is None:
                 target[src] = frozenset((src,))
             elif src not in got:
@@ -369,7 +402,7 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
         ext_reads[src] = us * _elements(src)
         emitted[src] = times
         ir_size += times
-    return _Walk(evals, ext_reads, flops, uncoalesced, IrInfo(ir_size, splits, emitted))
+    return _Walk(ext_reads, flops, uncoalesced, IrInfo(ir_size, splits, emitted))
 
 
 def ir_walk(units: list[Instruction], root_unit: Instruction, members=None) -> IrInfo:
@@ -379,37 +412,44 @@ def ir_walk(units: list[Instruction], root_unit: Instruction, members=None) -> I
 
 
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
-             members=None, side_output_bytes: int = 0) -> Estimate:
+             members=None, side_output_bytes: int = 0, kind: str | None = None) -> Estimate:
     """The estimate of one kernel made of ``units`` (``root_unit``'s output);
     ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`);
     ``side_output_bytes``: a producer's value the kernel also writes (a
     multi-output fusion: ``producer_writes_side_output``), written with the
-    output before memory and compute time are combined."""
+    output before memory and compute time are combined; ``kind``: the
+    emitter kind, when the caller knows it (a cache)."""
     u = Units(units, members)
     root = u.root_of(root_unit)
     view = FusionView(u.members, root, None, _links(u))
-    kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
-        emitter_kind(FusionView.of(root_unit, members))
+    view._set = u.member_set
+    if kind is None:
+        kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
+            emitter_kind(FusionView.of(root_unit, members))
     walk = _utilization(u, root, kind)
     ext_reads, flops, uncoalesced = walk.ext_reads, walk.flops, walk.uncoalesced
     blocks, threads = launch_dims(kind, view, root)
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0
     total_read = net_read = 0
+    bandwidth, l2_bytes = device.bandwidth, device.l2_bytes
+    l1_bytes = device.l1_bytes_per_core * device.cores
     for src, reads in ext_reads.items():
         if src.opcode == "constant" and _elements(src) <= 1:
             continue
-        width = byte_width(src.shape.element_type) if not src.shape.is_tuple else 4
+        s = src.shape
+        got = _BYTES.get(s)
+        nbytes, width = got if got is not None else _shape_bytes(s)
         total = int(reads * width)
-        net = min(_bytes(src), total)
+        net = nbytes if nbytes < total else total
         total_read += total
         net_read += net
-        rate = width / TRANSACTION_BYTES if src.name in uncoalesced else 1.0
-        dram_bw = min(device.bandwidth * rate, cap)
-        rest_bw = device.bandwidth
-        if net < device.l2_bytes:
+        rate = width / TRANSACTION_BYTES if uncoalesced and src.name in uncoalesced else 1.0
+        dram_bw = min(bandwidth * rate, cap)
+        rest_bw = bandwidth
+        if net < l2_bytes:
             rest_bw *= L2_SPEEDUP
-            if net < device.l1_bytes_per_core * device.cores:
+            if net < l1_bytes:
                 rest_bw *= L1_SPEEDUP
         else:
             rest_bw *= rate
