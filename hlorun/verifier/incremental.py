@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Iterable, Iterator
 
 from ..ir.changes import (ROW_CPRED, ROW_OPCODE, ROW_OPERANDS, ROW_USERS, Changes,
@@ -136,7 +137,13 @@ def _unwatch(st: _State, y: Instruction) -> None:
             s.discard(y)
 
 
+_NAME = attrgetter("name")
+
+
 def _names(comp: Computation) -> dict[Instruction, Finding]:
+    names_ = list(map(_NAME, comp._instructions))
+    if len(set(names_)) == len(names_):  # the usual case, checked in C
+        return {}
     out: dict[Instruction, Finding] = {}
     names: set[str] = set()
     for instr in comp._instructions:
