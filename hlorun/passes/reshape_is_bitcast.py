@@ -67,6 +67,11 @@ class _State:
             if comp not in self.fusers and _bad(instr):
                 self.bad.add(instr)
 
+    #: the findings for ``report_bad`` (kept while nothing they print or
+    #: their order depends on changes)
+    report: list[Diagnostic] | None = None
+    report_bad: set[Instruction] = set()
+
     def _count(self, c: Computation | None, d: int, flipped: set) -> None:
         if c is None:
             return
@@ -119,6 +124,16 @@ class _State:
                     self.bad.discard(i)
 
 
+def _report_stale(st: _State, ch: Changes) -> bool:
+    """Can ``ch`` change the findings' text or order for the same offending
+    reshapes (their names, shapes, operands, computations, or the order of
+    the non-fusion computations)?"""
+    if ch.calls or ch.order or ch.computations or ch.removed_computations or ch.header:
+        return True
+    changed = ch.instructions
+    return any(i in changed or i.operands[0] in changed for i in st.bad)
+
+
 class ReshapeIsBitcast(Checker):
     """Every reshape (outside fusions) must be a bitcast."""
 
@@ -150,8 +165,13 @@ class ReshapeIsBitcast(Checker):
                 else:
                     st.update(ch, tracker)
                     st.gen = tracker.gen
+                    if st.report is not None and _report_stale(st, ch):
+                        st.report = None
+            if st.bad and (st.report is None or st.report_bad != st.bad):
+                # (a report walks the non-fusion computations in order)
+                st.report, st.report_bad = self._report(module, st.bad), set(st.bad)
             tracker.cache[key] = st
-            return self._report(module, st.bad) if st.bad else []
+            return list(st.report) if st.bad else []
         except Exception:
             return self.check(module)
 
