@@ -521,4 +521,6 @@ class Literal:
         a = np.asarray(v)
         if a.size == 0:
             return False
+        if a.dtype.kind == "c":  # a complex value equals x only with no imaginary part
+            return bool(np.all(a == x))
         return bool(np.all(a.astype(np.float64) == x))
