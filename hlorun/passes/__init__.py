@@ -25,6 +25,7 @@ REGISTRY: dict[str, str] = {
     "constant-folding": "hlorun.passes.constant_folding:ConstantFolding",
     "conv-padding-legalization": "hlorun.passes.conv_padding_legalization:ConvPaddingLegalization",
     "conv-rewriter": "hlorun.passes.conv_rewriter:ConvRewriter",
+    "convert-mover": "hlorun.passes.convert_mover:ConvertMover",
     "convert_triton_gemm_config": "hlorun.passes.convert_triton_gemm_config:ConvertTritonGemmConfig",
     "copy-insertion": "hlorun.passes.copy_insertion:CopyInsertion",
     "copy_fusion": "hlorun.passes.copy_fusion:CopyFusion",
@@ -55,6 +56,7 @@ REGISTRY: dict[str, str] = {
     "reduction-splitter": "hlorun.passes.reduction_rewriters:ReductionSplitter",
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
+    "reshape-mover": "hlorun.passes.reshape_mover:ReshapeMover",
     "select_and_scatter_expander":
         "hlorun.passes.select_and_scatter_expander:SelectAndScatterExpander",
     "simplify-fp-conversions": "hlorun.passes.simplify_fp_conversions:SimplifyFPConversions",

@@ -20,6 +20,7 @@ from ..conftest import SHARED
 PASSES = {
     "after_dot_decomposer": "dot_decomposer",
     "after_dot-strength-reduction": "dot-strength-reduction",
+    "after_reshape-mover": "reshape-mover",
     "after_call-inliner": "call-inliner",
     "after_conv-rewriter": "conv-rewriter",
     "after_cudnn-fused-convolution-rewriter": "cudnn-fused-convolution-rewriter",

@@ -14,7 +14,8 @@ Per non-fusion computation (callees first):
    else batch/rows/columns major to minor) and an output layout: a layout a
    user already asked for if the dot can write it, else descending; a
    transpose whose operand is a single-use dot asks the dot for the layout
-   that makes the transpose a bitcast;
+   that makes the transpose a bitcast; a sort whose keys have rank > 1 gets
+   the keys' default layout on every operand and output;
 3. propagation (see :mod:`.propagation`): layouts flow to users and back to
    operands so that elementwise ops keep one layout and reshapes and
    transposes stay bitcasts wherever constraints allow (consumer-pulled
@@ -37,8 +38,13 @@ the loop): a KV cache carried through a decode loop stays in the layout the
 in-loop dots read, as in XLA.
 
 Simplifications (documented deviations): one propagation round with equal
-priorities; fusion computations are not laid out; sort/FFT/TopK
-backend constraints are not modelled.  Option ``free_gemm_output``: do not
+priorities (XLA runs two rounds, clearing all buffer and operand
+constraints in between and raising current_priority_ from 0 to 1; inside
+one computation every constraint of a round has that round's priority, so
+a non-mandatory update never replaces a different layout -- priorities
+only decide between computations and for dynamic-update-slice operands);
+fusion computations are not laid out; FFT/TopK-custom-call backend
+constraints are not modelled.  Option ``free_gemm_output``: do not
 constrain dot outputs, as for a dot a Triton GEMM fusion will compute (its
 emitter writes any layout); consumer layouts then reach the dot through
 bitcast reshapes, which is how scenario S0's non-canonical GEMM output
@@ -58,7 +64,7 @@ from ...ir.shape import Layout, Shape, default_layout
 from ..base import Pass
 from ..dfs_rewrite import nonfusion_computations
 from .conv import add_conv_constraints, is_dnn_convolution
-from .gpu import add_dot_constraints, add_transpose_of_dot_constraint
+from .gpu import add_dot_constraints, add_sort_constraints, add_transpose_of_dot_constraint
 from .propagation import Propagation
 
 
@@ -171,6 +177,8 @@ class LayoutAssignment(Pass):
                 add_dot_constraints(prop, instr, free_output=self.free_gemm_output)
             elif instr.opcode == "transpose" and not self.free_gemm_output:
                 add_transpose_of_dot_constraint(prop, instr)
+            elif instr.opcode == "sort":
+                add_sort_constraints(prop, instr)
         # 3. propagation, then defaults for whatever is left
         prop.propagate()
         prop.constrain_remaining()

@@ -121,3 +121,20 @@ def add_transpose_of_dot_constraint(prop: Propagation, transpose: Instruction) -
     shape = operand.shape.with_layout(_major_to_minor_layout(transpose.dimensions))
     if dot_can_support_layout(operand, shape):
         prop.set_operand_layout(shape.layout, transpose, 0)
+
+
+def add_sort_constraints(prop: Propagation, sort: Instruction) -> None:
+    """GpuLayoutAssignment's kSort rule (for a sort whose keys have rank > 1):
+    every operand and every output takes the keys' default layout, so the
+    sort emitter sees one layout (mandatory operand and buffer constraints,
+    added operand by operand)."""
+    keys = sort.operands[0].shape
+    if not keys.is_array or keys.rank <= 1:
+        return
+    layout = default_layout(keys.rank)
+    for i, operand in enumerate(sort.operands):
+        prop.set_operand_layout(layout, sort, i)
+        if sort.shape.is_array:
+            prop.set_buffer_layout(layout, sort)
+        else:
+            prop.set_element_layout(layout, sort, i)
