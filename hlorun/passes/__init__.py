@@ -19,6 +19,8 @@ REGISTRY: dict[str, str] = {
     "associative-scan-rewriter":
         "hlorun.passes.reduce_window_rewriter:AssociativeScanRewriter",
     "autotuner": "hlorun.passes.autotuner:Autotuner",
+    "batched_gather_scatter_normalizer":
+        "hlorun.passes.batched_gather_scatter_normalizer:BatchedGatherScatterNormalizer",
     "call-inliner": "hlorun.passes.call_inliner:CallInliner",
     "comparison-expander": "hlorun.passes.comparison_expander:ComparisonExpander",
     "config-assigner": "hlorun.passes.config_assigner:ConfigAssigner",
@@ -43,6 +45,7 @@ REGISTRY: dict[str, str] = {
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
     "float-normalization-bf16": "hlorun.passes.float_normalization:FloatNormalization",
     "fusion-wrapper": "hlorun.passes.fusion_wrapper:FusionWrapper",
+    "gather_simplifier": "hlorun.passes.gather_simplifier:GatherSimplifier",
     "gemm-fusion": "hlorun.passes.gemm_fusion:GemmFusionAlias",
     "gemv-rewriter": "hlorun.passes.gemv_rewriter:GemvRewriter",
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
@@ -57,6 +60,7 @@ REGISTRY: dict[str, str] = {
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
     "reshape-mover": "hlorun.passes.reshape_mover:ReshapeMover",
+    "scatter_simplifier": "hlorun.passes.scatter_simplifier:ScatterSimplifier",
     "select_and_scatter_expander":
         "hlorun.passes.select_and_scatter_expander:SelectAndScatterExpander",
     "simplify-fp-conversions": "hlorun.passes.simplify_fp_conversions:SimplifyFPConversions",

@@ -22,6 +22,7 @@ PASSES = {
     "after_dot-strength-reduction": "dot-strength-reduction",
     "after_reshape-mover": "reshape-mover",
     "after_call-inliner": "call-inliner",
+    "after_gather_simplifier": "gather_simplifier",
     "after_conv-rewriter": "conv-rewriter",
     "after_cudnn-fused-convolution-rewriter": "cudnn-fused-convolution-rewriter",
     "after_gemv-rewriter": "gemv-rewriter",
@@ -64,7 +65,7 @@ KNOWN_DIFFERENCES = {
 
 #: steps compared byte for byte (no new names numbered from lost history)
 EXACT = {("dot_general_gqa_cublaslt", "0006"), ("dot_general_gqa_cublaslt", "0018"),
-         ("dot_general_gqa_cublaslt", "0020")}
+         ("dot_general_gqa_cublaslt", "0020"), ("permute_rows_donated", "0006")}
 
 
 def _steps():
@@ -101,6 +102,13 @@ def test_fusion_steps_present():
     assert {("gemm_bias_gelu_bf16", p) for p in (
         "splitk-rewriter", "float-normalization-bf16", "priority-fusion",
         "rename_fusions")} <= names
+
+
+def test_gather_simplifier_step_present():
+    """XLA's GatherSimplifier step on x[perm] (simplification 0005 -> 0006)."""
+    if not STEPS:
+        pytest.skip("no dumps")
+    assert ("permute_rows_donated", "gather_simplifier") in {(d, p) for d, _, _, p in STEPS}
 
 
 @pytest.mark.parametrize("dump,before,after,pass_name", STEPS,
