@@ -42,7 +42,7 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width
 from ..base import Target
-from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, computation_flops, flops_per_element
+from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, SM90, computation_flops
 from .analysis import FusionView, concatenate_hero, emitter_kind, fused_members, reduction_dims, tiled_transpose
 
 LAUNCH_US = 1.0
@@ -288,17 +288,6 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
     # are users, all visited before)
     totals: dict[int, tuple[float, int]] = {}
 
-    def total(rs: frozenset) -> tuple[float, int]:
-        t = totals.get(id(rs))
-        if t is None:
-            if len(rs) == 1:
-                for r in rs:
-                    t = (util[r], size[r])
-            else:
-                t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
-            totals[id(rs)] = t
-        return t
-
     member_set = u.member_set
     param_of = u.param_of
     unit_set = u.unit_set
@@ -306,6 +295,7 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
     elementwise = ELEMENTWISE
     invalidates = INVALIDATES_CACHE
     check_transpose = kind != "transpose"
+    profile = SM90
     flops = 0.0
     ir_size = splits = 0
     for m in reversed(u.members):  # users before operands
@@ -330,7 +320,8 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
             splits += times
         if op_m in elementwise:
             if op_m != "copy":
-                flops += n * flops_per_element(op_m, m.shape.element_type)
+                # flops_per_element(op_m, ...): every elementwise op but copy is priced
+                flops += n * profile.get((op_m, m.shape.element_type), DEFAULT_FLOPS_PER_ELEMENT)
             passes = True
         else:
             if op_m == "concatenate":
@@ -398,7 +389,15 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
     ext_reads: dict[Instruction, float] = {}
     emitted: dict[Instruction, int] = {}
     for src, rs in ext_roots.items():
-        us, times = total(rs)
+        t = totals.get(id(rs))
+        if t is None:
+            if len(rs) == 1:
+                (r,) = rs
+                t = (util[r], size[r])
+            else:
+                t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
+            totals[id(rs)] = t
+        us, times = t
         ext_reads[src] = us * _elements(src)
         emitted[src] = times
         ir_size += times
