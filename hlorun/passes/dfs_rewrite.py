@@ -46,6 +46,25 @@ def nonfusion_computations(module: Module) -> list[Computation]:
     return [c for c in module.computation_post_order() if c not in fused]
 
 
+#: visitor class -> opcode -> handler function (looked up once per class:
+#: the walk dispatches every instruction of every run)
+_HANDLERS: dict[type, dict] = {}
+
+
+def _class_handler(cls: type, opcode: str):
+    """``handle_<opcode>`` of ``cls``, else ``handle_elementwise_unary`` /
+    ``handle_elementwise_binary`` for the opcodes XLA routes there, else
+    ``default_action`` (plain functions, called with the visitor)."""
+    h = getattr(cls, "handle_" + opcode.replace("-", "_"), None)
+    if h is not None:
+        return h
+    if opcode in ELEMENTWISE_UNARY:
+        return getattr(cls, "handle_elementwise_unary", cls.default_action)
+    if opcode in ELEMENTWISE_BINARY:
+        return getattr(cls, "handle_elementwise_binary", cls.default_action)
+    return cls.default_action
+
+
 class DfsRewriteVisitor:
     """Subclass, add ``handle_*`` methods, call :meth:`run_on_module`."""
 
@@ -69,14 +88,8 @@ class DfsRewriteVisitor:
 
     # -- dispatch -------------------------------------------------------------------
     def _handler(self, opcode: str):
-        h = getattr(self, "handle_" + opcode.replace("-", "_"), None)
-        if h is not None:
-            return h
-        if opcode in ELEMENTWISE_UNARY:
-            return getattr(self, "handle_elementwise_unary", self.default_action)
-        if opcode in ELEMENTWISE_BINARY:
-            return getattr(self, "handle_elementwise_binary", self.default_action)
-        return self.default_action
+        """The bound handler of ``opcode`` (see :func:`_class_handler`)."""
+        return _class_handler(type(self), opcode).__get__(self)
 
     # -- walking ----------------------------------------------------------------------
     def run_on_module(self, module: Module) -> bool:
@@ -95,6 +108,8 @@ class DfsRewriteVisitor:
 
     def _dfs(self, root: Instruction) -> None:
         state = self._state
+        cls = type(self)
+        handlers = _HANDLERS.setdefault(cls, {})
         stack = [root]
         while stack:
             cur = stack[-1]
@@ -105,7 +120,11 @@ class DfsRewriteVisitor:
             if st == _VISITING:
                 stack.pop()
                 if self.should_process(cur):
-                    self._handler(cur.opcode)(cur)
+                    op = cur.opcode
+                    fn = handlers.get(op)
+                    if fn is None:
+                        fn = handlers[op] = _class_handler(cls, op)
+                    fn(self, cur)
                 state[cur] = _VISITED
                 continue
             state[cur] = _VISITING
