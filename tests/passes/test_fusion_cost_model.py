@@ -289,3 +289,68 @@ ENTRY %e (p: f32[1024,1024]) -> f32[1024,1024] {
     side = estimate(units, root, dev, side_output_bytes=4 * 1024 * 1024)
     write_us = 4 * 1024 * 1024 / dev.bandwidth * 1e6
     assert 0 < side.time_us - base.time_us < 0.5 * write_us  # 4 tanh at 467 flops: compute-bound
+
+
+def test_scatter_indices_and_updates_are_read_once_per_element():
+    """HloCostAnalysis::HandleScatter sets no operand utilization (default
+    1.0): a take_along_axis gradient scatter into f32[8,256,32000] evaluates
+    its fused index concatenate (iota, iota, target: 400 flops per element,
+    a divergent concatenate) once per index element, not once per element of
+    the scatter's 65M-element output (26e9 flops, which kept the
+    concatenate out of the scatter; XLA fuses it in)."""
+    m = parse_module("""HloModule s
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%fused (p0: f32[8,256,32000], p1: s32[8,256,1,1], p2: f32[2048,1,1,1]) -> f32[8,256,32000] {
+  %p0 = f32[8,256,32000]{2,1,0} parameter(0)
+  %i0 = s32[8,256,1,1]{3,2,1,0} iota(), iota_dimension=0
+  %i1 = s32[8,256,1,1]{3,2,1,0} iota(), iota_dimension=1
+  %p1 = s32[8,256,1,1]{3,2,1,0} parameter(1)
+  %c = s32[8,256,1,3]{3,2,1,0} concatenate(%i0, %i1, %p1), dimensions={3}
+  %b = s32[2048,3]{1,0} bitcast(%c)
+  %p2 = f32[2048,1,1,1]{3,2,1,0} parameter(2)
+  ROOT %s = f32[8,256,32000]{2,1,0} scatter(%p0, %b, %p2), update_window_dims={1,2,3}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1,2}, index_vector_dim=1, to_apply=%add
+}
+ENTRY %e (x: f32[8,256,32000], t: s32[8,256,1,1], u: f32[2048,1,1,1]) -> f32[8,256,32000] {
+  %x = f32[8,256,32000]{2,1,0} parameter(0)
+  %t = s32[8,256,1,1]{3,2,1,0} parameter(1)
+  %u = f32[2048,1,1,1]{3,2,1,0} parameter(2)
+  ROOT %f = f32[8,256,32000]{2,1,0} fusion(%x, %t, %u), kind=kInput, calls=%fused
+}
+""")
+    f = m.entry.root
+    e = estimate([f], f, DEVICES["H100"])
+    assert e.flops == 400 * 2048 * 3
+    assert e.time_us < 200
+
+
+def test_embed_xent_loss_kernels_follow_xla():
+    """embed_xent_train_bf16 (held-out): after gather/scatter normalisation
+    the take_along_axis index concatenate is fused into both its users (the
+    per-token loss loop and the gradient scatter, as in XLA's
+    after_optimizations), and the per-token loss stays a kLoop kernel apart
+    from the f32[] loss sum."""
+    import hlorun
+    from hlorun.pipeline.loader import load_pipeline
+    from hlorun.pipeline.run import RunOptions, run_pipeline
+    d = ROOT / "testdata" / "xla-dumps-holdout" / "embed_xent_train_bf16"
+    final = hlorun.load_module(next(d.glob("*before_optimizations.txt")))
+    assert run_pipeline(final, load_pipeline("gpu-cuda"), RunOptions()).exit_code == 0
+    entry = final.entry
+    kinds = [(i.name, i.attrs.get("kind")) for i in entry.instructions if i.opcode == "fusion"]
+    assert not [n for n, _ in kinds if "concatenate" in n], kinds
+    scatters = [i for i in entry.instructions if i.opcode == "fusion"
+                and i.fused_computation.root.opcode == "scatter"]
+    assert len(scatters) == 2
+    assert all(any(x.opcode == "concatenate" for x in s.fused_computation.instructions)
+               for s in scatters if s.shape.dimensions == (8, 256, 32000))
+    sums = [i for i in entry.instructions if i.opcode == "fusion" and i.shape.rank == 0
+            and i.fused_computation.root.opcode == "reduce"]
+    assert len(sums) == 1
+    loss = sums[0].operands[0]
+    while loss.opcode in ("get-tuple-element", "bitcast"):
+        loss = loss.operands[0]
+    assert loss.attrs.get("kind") == "kLoop" and loss.shape.is_tuple
