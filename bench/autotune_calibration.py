@@ -108,12 +108,16 @@ def cross_validate(dev: str, folds: int = 5, settings=None) -> dict:
 
 def report(device: str, split: str | None, run: str | None = None) -> dict:
     """``run``: "first" -- the GEMMs of the first collection runs (ids without
-    a tag), "small" -- the small-GEMM run (ids ``s_*``); None: all."""
+    a tag), "small" -- the small-GEMM runs (ids ``s_*``), "mix" -- the
+    small + 0.2-8 GFLOP runs (ids ``x<seed>_*``); None: all."""
     gemms = D.load(device, split)
+    tag = lambda g: g.gemm.split("_", 1)[0] if "_" in g.gemm else ""  # noqa: E731
     if run == "first":
-        gemms = [g for g in gemms if not g.gemm.startswith("s_")]
+        gemms = [g for g in gemms if tag(g) == ""]
     elif run == "small":
-        gemms = [g for g in gemms if g.gemm.startswith("s_")]
+        gemms = [g for g in gemms if tag(g).startswith("s")]
+    elif run == "mix":
+        gemms = [g for g in gemms if tag(g).startswith("x")]
     if not gemms:
         return {}
     s = evaluate(gemms, get_device(device))
@@ -149,7 +153,8 @@ def main() -> int:
                                "cublaslt": env.get("xla_backend_versions", {}).get("CUBLASLT"),
                                "params": params_for(get_device(dev)).source,
                                "test": report(dev, "test"), "test_first_runs": report(dev, "test", "first"),
-                               "test_small_run": report(dev, "test", "small"), "train": report(dev, "train")}
+                               "test_small_run": report(dev, "test", "small"),
+                               "test_mix_runs": report(dev, "test", "mix"), "train": report(dev, "train")}
         if a.cv:
             doc["devices"][dev]["train_cv"] = cross_validate(dev)
     sweep = Path(a.sweep)
@@ -173,7 +178,7 @@ def main() -> int:
     for dev, r in doc["devices"].items():
         print(f"== {dev} ({r['environment'].get('gpu')}, driver {r['environment'].get('driver')}, "
               f"cuBLASLt {r['cublaslt']}, JAX {r['environment'].get('jax')}); constants: {r['params']}")
-        for split in ("test", "test_first_runs", "test_small_run", "train", "train_cv"):
+        for split in ("test", "test_first_runs", "test_small_run", "test_mix_runs", "train", "train_cv"):
             x = r.get(split)
             if not x:
                 continue

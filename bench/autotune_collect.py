@@ -13,6 +13,8 @@ PHASE 'rep':  cases of every Nth module of the main phase, in a new process
               (no in-process autotune cache), for run-to-run spread.
 With ``H20_SMALL=SEED`` in the environment the cases are small GEMMs (mostly
 under 1 GFLOP; the H100 run ingested with ``--tag s_`` used seed 7).
+With ``H20_MIX=SEED`` they are a mix of small GEMMs and the 0.2-8 GFLOP range
+(square-ish, LLM projections, batched; session 4's H200 run used seed 11).
 """
 import json
 import os
@@ -49,6 +51,8 @@ DT = {"bf16": jnp.bfloat16, "f16": jnp.float16, "tf32": jnp.float32, "f32": jnp.
 def make_cases(seed=20):
     if os.environ.get("H20_SMALL"):
         return make_small_cases(int(os.environ["H20_SMALL"]))
+    if os.environ.get("H20_MIX"):
+        return make_mix_cases(int(os.environ["H20_MIX"]))
     return _make_cases(seed)
 
 
@@ -83,6 +87,41 @@ def make_small_cases(seed):
             continue
         shapes.append((cat, b, m, n, k))
     return _expand(rng, shapes)
+
+
+def make_mix_cases(seed):
+    """Half small GEMMs (as make_small_cases), half 0.2-8 GFLOP ones."""
+    rng = random.Random(seed)
+    small = make_small_cases(seed + 1000)
+    def lu(lo, hi):
+        return int(round(2 ** rng.uniform(np.log2(lo), np.log2(hi))))
+    shapes = []
+    while len(shapes) < 300:
+        cat = rng.choices(["square", "llm", "batched", "random"], [1.5, 3, 2, 3])[0]
+        b = 1
+        if cat == "square":
+            m = n = k = lu(384, 2048) // 16 * 16
+        elif cat == "llm":
+            n, k = rng.choice([(768, 768), (1024, 1024), (2048, 512), (3072, 768), (768, 3072), (4096, 1024),
+                               (1536, 1536), (512, 2048), (4096, 4096), (4096, 512), (512, 4096),
+                               (2048, 2048), (11008, 4096), (4096, 11008), (14336, 4096)])
+            m = rng.choice([100, 128, 200, 256, 384, 512, 1000, 1024, 2048, 4096])
+        elif cat == "batched":
+            b = rng.choice([2, 4, 8, 16, 32])
+            m, n, k = lu(64, 2048), lu(64, 2048), lu(64, 2048)
+        else:
+            m, n, k = lu(64, 8192), lu(64, 8192), lu(64, 8192)
+            if rng.random() < 0.6:
+                m, n, k = [max(16, x // 16 * 16) for x in (m, n, k)]
+        if not 2e8 <= 2 * b * m * n * k <= 8e9:
+            continue
+        shapes.append((cat, b, m, n, k))
+    mid = _expand(rng, shapes)
+    cases = [c for pair in zip(small, mid) for c in pair]   # interleaved: a cut run keeps both
+    cases += small[len(mid):] + mid[len(small):]
+    for i, c in enumerate(cases):
+        c["id"] = f"c{i:04d}"
+    return cases
 
 
 def _make_cases(seed=20):
