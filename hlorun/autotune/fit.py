@@ -203,8 +203,10 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
 
 def residual_rows(gemms: Sequence[MeasuredGemm], device: DeviceSpec, P: CostParams) -> list[dict]:
     """The neighbour-correction table (``neighbours.py``) of ``P`` on
-    ``gemms`` (the train split): ``log(measured / estimate)`` of every
-    Triton config XLA timed, and of the best BLAS algorithm, per GEMM."""
+    ``gemms`` (the train split), per GEMM: the level ``a`` (median of
+    ``log(measured / estimate)`` over the Triton configs XLA timed), and
+    that residual minus ``a`` for every Triton config and for the best
+    BLAS algorithm."""
     ps = Problemset(gemms, device)
     tri, _, bl_best = ps.predict(P)
     r_tri = np.log(ps.tri_meas / tri)
@@ -215,8 +217,11 @@ def residual_rows(gemms: Sequence[MeasuredGemm], device: DeviceSpec, P: CostPara
         p = g.problem
         shape = {"cls": eff_class(p), "batch": p.batch, "m": p.m, "n": p.n, "k": p.k,
                  "lhs_k_major": int(p.lhs_k_major), "rhs_k_major": int(p.rhs_k_major)}
-        for c in g.triton:
-            rows.append({"kind": "triton", "label": c.triton.label, **shape, "residual": float(r_tri[j])})
-            j += 1
-        rows.append({"kind": "blas", "label": "", **shape, "residual": float(r_bl[gi])})
+        r = r_tri[j:j + len(g.triton)]
+        a = float(np.median(r))
+        rows.append({"kind": "level", "label": "", **shape, "residual": a})
+        for c, x in zip(g.triton, r):
+            rows.append({"kind": "triton", "label": c.triton.label, **shape, "residual": float(x) - a})
+        j += len(g.triton)
+        rows.append({"kind": "blas", "label": "", **shape, "residual": float(r_bl[gi]) - a})
     return rows

@@ -5,21 +5,32 @@ The roofline model (``cost.terms``) is fitted per device with a few dozen
 constants; its per-candidate error is not random: a given Triton config on a
 given shape range is consistently slower or faster than the terms say
 (register pressure, instruction mix, layout conversions, how the compiler
-pipelines that tile).  The calibration set measures it directly.  For a
-candidate (Triton config, or the BLAS library's best algorithm) of a GEMM
-with compute class ``cls`` the correction is
+pipelines that tile).  The calibration set measures it directly, in two
+levels.  With ``r = log(measured / roofline estimate)`` of every candidate
+XLA timed on a train-split GEMM, and ``a`` the median ``r`` of that GEMM's
+Triton configs,
 
-    factor = exp( sum_i w_i r_i / (sum_i w_i + shrink) ),   w_i = exp(-d_i / scale)
+* the *level* of a shape: ``a`` on the nearest calibrated GEMMs of the same
+  compute class (whatever configs they timed);
+* the *config* term: ``r - a`` -- how much slower or faster this config (or
+  the BLAS library's best algorithm) ran than that GEMM's median config --
+  on the nearest calibrated GEMMs of the class that timed the same config.
 
-over the ``k`` nearest train-split GEMMs of the same class that timed the
-same config, ``r_i = log(measured / roofline estimate)`` there, and
-``d_i`` the distance in (log2 m, log2 n, log2 k, log2 batch, 16-byte
-alignment of m, n, k rows, K-majorness of each operand).  Far or few
-neighbours shrink the factor towards 1.  The table
-(``data/residuals_<device>.csv``) is written by the fit from the train
-split only, so held-out shapes are never looked up; devices without
-measurements get no correction.  ``--explain`` prints the factor and the
-nearest calibrated shape it came from.
+Each is a shrunken weighted mean over the ``k`` nearest,
+
+    exp( sum_i w_i x_i / (sum_i w_i + shrink) ),   w_i = exp(-d_i / scale),
+
+and the correction is their product.  ``d_i`` is the distance in (log2 m,
+log2 n, log2 k, log2 batch, 16-byte alignment of m, n, k rows, K-majorness
+of each operand).  Far or few neighbours shrink a factor towards 1.  Keeping
+the level apart means a config's factor does not mix the shape-level error
+of whichever GEMMs happened to time it (XLA prunes its config list by
+shape), which is what the ranking of one GEMM's candidates depends on.  The
+table (``data/residuals_<device>.csv``: ``level`` rows, one per GEMM, and
+``triton``/``blas`` rows holding ``r - a``) is written by the fit from the
+train split only, so held-out shapes are never looked up; devices without
+measurements get no correction.  ``--explain`` prints both factors and the
+nearest calibrated shape.
 """
 
 from __future__ import annotations
@@ -51,6 +62,9 @@ class Settings:
     align_weight: float = 3.0
     #: distance between operand layouts (each operand K-major or not)
     layout_weight: float = 1.5
+    #: the shape level (median residual of a GEMM's configs)
+    level_k: int = 8
+    level_shrink: float = 0.3
 
 
 SETTINGS = Settings()
@@ -71,14 +85,16 @@ def position(batch: int, m: int, n: int, k: int, cls: str = "f16", layout: tuple
 
 @dataclass
 class Correction:
-    factor: float
-    neighbours: int
-    nearest: str           # the nearest calibrated shape, "m x n x k [batch b]"
+    factor: float          # level x config
+    neighbours: int        # calibrated GEMMs that timed this config
+    nearest: str           # the nearest of them, "m x n x k [batch b]"
     distance: float
+    level: float = 1.0     # the shape level: the nearest GEMMs' median config vs the terms
+    config: float = 1.0    # this config vs those GEMMs' median config
 
     def describe(self) -> str:
-        return (f"measured correction x{self.factor:.2f} ({self.neighbours} nearest calibrated GEMM(s), "
-                f"nearest {self.nearest})")
+        return (f"measured correction x{self.factor:.2f} (shape level x{self.level:.2f}, this config "
+                f"x{self.config:.2f} on {self.neighbours} nearest calibrated GEMM(s), nearest {self.nearest})")
 
 
 class Table:
@@ -91,9 +107,13 @@ class Table:
                                                float(r["residual"]),
                                                (int(r.get("lhs_k_major", 1)), int(r.get("rhs_k_major", 1)))))
         self.groups = {}
+        self.levels: dict[str, tuple] = {}
         for key, rs in groups.items():
             shapes = np.array([r[:4] for r in rs], dtype=float)
             pos = np.array([position(*r[:4], key[2], r[5], settings) for r in rs])
+            if key[0] == "level":
+                self.levels[key[2]] = (pos, np.array([r[4] for r in rs]))
+                continue
             self.groups[key] = (pos, np.array([r[4] for r in rs]), shapes)
         self._memo: dict[tuple, Correction | None] = {}
 
@@ -112,17 +132,27 @@ class Table:
             s = self.settings
             kk, shrink = (s.k, s.shrink) if kind == "triton" else (s.blas_k, s.blas_shrink)
             pos, res, shapes = g
-            d = np.linalg.norm(pos - np.array(position(batch, m, n, k, cls, layout, s)), axis=1)
-            o = np.argsort(d, kind="stable")[:kk]
-            w = np.exp(-d[o] / s.scale)
-            f = math.exp(float((w * res[o]).sum() / (w.sum() + shrink)))
+            here = np.array(position(batch, m, n, k, cls, layout, s))
+            cfg, o, d = _shrunk_mean(pos, res, here, kk, s.scale, shrink)
+            lvl = 0.0
+            if cls in self.levels:
+                lvl = _shrunk_mean(*self.levels[cls], here, s.level_k, s.scale, s.level_shrink)[0]
             b0, m0, n0, k0 = (int(x) for x in shapes[o[0]])
             near = f"{m0}x{n0}x{k0}" + (f" batch {b0}" if b0 > 1 else "")
-            out = Correction(f, len(o), near, float(d[o[0]]))
+            out = Correction(math.exp(lvl + cfg), len(o), near, float(d[o[0]]), math.exp(lvl), math.exp(cfg))
         if len(self._memo) > 65536:
             self._memo.clear()
         self._memo[key] = out
         return out
+
+
+def _shrunk_mean(pos, values, here, k: int, scale: float, shrink: float):
+    """The distance-weighted mean of ``values`` at the ``k`` rows of ``pos``
+    nearest ``here``, shrunk towards 0; and those rows and all distances."""
+    d = np.linalg.norm(pos - here, axis=1)
+    o = np.argsort(d, kind="stable")[:k]
+    w = np.exp(-d[o] / scale)
+    return float((w * values[o]).sum() / (w.sum() + shrink)), o, d
 
 
 def write_table(path: Path, rows: Iterable[dict]) -> None:
