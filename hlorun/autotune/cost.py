@@ -11,7 +11,11 @@ K steps; one step costs the slowest of
   where Hopper's warp-group MMA cannot be used (< 4 warps or bm < 64);
 * ``feed``: ``r x (bm+bn)*bk*bytes / (feed_bytes_per_clk x clock)`` -- operand
   tiles from L2 into shared memory (``tma_feed`` faster with TMA);
-* ``latency``: ``load_latency / stages`` -- a load in flight per pipeline stage.
+* ``latency``: ``load_latency / stages`` -- a load in flight per pipeline stage;
+
+times fitted layout factors: an operand not K-major where the MMA needs it,
+rows not a multiple of 16 bytes (``unaligned_rows``), and a masked K loop
+(Triton, K not a multiple of block_k x split_k).
 
     time = launch + max(waves x (iters x step + cta_overhead),   (per-CTA work)
                         dram bytes / HBM bandwidth,                (roofline)
@@ -44,6 +48,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..ir.shape import bit_width
 from .devices import DeviceSpec
 from .problem import GemmProblem
 
@@ -75,6 +80,10 @@ class CostParams:
     #: type whose MMA needs it (8-bit, TF32), and rows not 16-byte aligned
     transpose: dict = field(default_factory=lambda: {"triton": 1.3, "blas": 1.3})
     unaligned: dict = field(default_factory=lambda: {"triton": 1.5, "blas": 1.5})
+    #: per K step of a Triton kernel whose K is not a multiple of block_k x
+    #: split_k: XLA's emitter then masks both operand tiles in every K step
+    #: (``need_masking``), per operand width (8-bit, wider)
+    masked_k: dict = field(default_factory=lambda: {"8bit": 1.0, "wide": 1.0})
     #: efficiency per backend kind and class (x the device's peak)
     eff: dict = field(default_factory=lambda: {
         ("triton", "f16"): 0.75, ("triton", "tf32"): 0.5, ("triton", "f32"): 0.5,
@@ -105,6 +114,7 @@ class CostParams:
         d["eff"] = {f"{k}:{c}": v for (k, c), v in self.eff.items()}
         d["tile_factors"] = dict(sorted(self.tile_factors.items()))
         d["transpose"], d["unaligned"] = dict(self.transpose), dict(self.unaligned)
+        d["masked_k"] = dict(self.masked_k)
         d.pop("measured_device", None)
         return d
 
@@ -259,7 +269,9 @@ class Geometry:
     l2_bytes: Any
     blas: Any             # 1 for a BLAS kernel
     transposed: Any       # 1: an operand is not K-major and the MMA needs it
-    unaligned: Any        # 1: some row is not a multiple of 16 bytes
+    unaligned: Any        # 1: an operand's or the output's rows are not a multiple of 16 bytes
+    masked_k: Any         # 1: a Triton kernel whose K steps are masked (K % (block_k*split_k) != 0)
+    narrow: Any           # 1: 8-bit operands
     unfused_kernels: Any  # separate prologue/epilogue kernels (BLAS)
     unfused_bytes: Any
 
@@ -292,7 +304,19 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         l2_bytes=float(a_bytes * _ceil_div(p.n, bn) + b_bytes * _ceil_div(p.m, bm)),
         blas=int(kind == "blas"), unfused_kernels=n_unf, unfused_bytes=float(unf_bytes),
         transposed=int(eff_class(p) in ("fp8", "int8", "tf32") and not (p.lhs_k_major and p.rhs_k_major)),
-        unaligned=int(any(x * op_bytes % 16 for x in (p.m, p.n, p.k))))
+        unaligned=int(unaligned_rows(p)), masked_k=int(kind == "triton" and p.k % (bk * sk) != 0),
+        narrow=int(op_bytes == 1))
+
+
+def unaligned_rows(p: GemmProblem) -> bool:
+    """Some matrix's rows (its most minor dimension: k of a K-major operand,
+    else m or n; n of the output) are not a multiple of 16 bytes, so its
+    loads or stores cannot be 16-byte vectors or TMA copies."""
+    ob = max(1, (p.operand_bits + 7) // 8)
+    out = max(1, (bit_width(p.out_type) + 7) // 8)
+    lhs = p.k if p.lhs_k_major else p.m
+    rhs = p.k if p.rhs_k_major else p.n
+    return bool(lhs * ob % 16 or rhs * ob % 16 or p.n * out % 16)
 
 
 def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
@@ -313,7 +337,8 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
     t_lat = P.latency_us * 1e-6 / (g.stages if xp is math and g.iters >= g.stages
                                    else (min(g.stages, g.iters) if xp is math else xp.minimum(g.stages, g.iters)))
     layout = sel(g.transposed, sel(g.blas, P.transpose["blas"], P.transpose["triton"]), 1.0) \
-        * sel(g.unaligned, sel(g.blas, P.unaligned["blas"], P.unaligned["triton"]), 1.0)
+        * sel(g.unaligned, sel(g.blas, P.unaligned["blas"], P.unaligned["triton"]), 1.0) \
+        * sel(g.masked_k, sel(g.narrow, P.masked_k["8bit"], P.masked_k["wide"]), 1.0)
     step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout
     fixed = P.cta_us * 1e-6 + P.latency_us * 1e-6 + (g.stages - 1) * P.stage_fill_ns * 1e-9
     cta = g.iters * step + fixed * sel(g.blas, P.blas_cta_overlap, 1.0)

@@ -43,6 +43,7 @@ MIN_KEY_COUNT = 20     # tile features seen fewer times keep factor 1
 RIDGE = 2.0            # pull on log(tile factor) towards 0
 W_BLAS, W_MARGIN, W_SHAPE = 1.5, 3.0, 4.0
 KINDS = ("triton", "blas")
+WIDTHS = ("8bit", "wide")
 
 
 def _stack(geos: list[Geometry]) -> Geometry:
@@ -148,7 +149,7 @@ class Problemset:
 
 def _vector(P: CostParams, keys: Sequence[str]) -> np.ndarray:
     x = [getattr(P, n) for n in SCALARS] + [P.base_eff(k, c) for k in KINDS for c in CLASSES]
-    x += [P.transpose[k] for k in KINDS] + [P.unaligned[k] for k in KINDS]
+    x += [P.transpose[k] for k in KINDS] + [P.unaligned[k] for k in KINDS] + [P.masked_k[w] for w in WIDTHS]
     x += [P.tile_factors.get(k, 1.0) for k in keys]
     return np.log(np.array(x, dtype=float))
 
@@ -166,8 +167,10 @@ def _params(x: np.ndarray, base: CostParams, source: str, keys: Sequence[str]) -
     i += len(KINDS)
     un = {k: float(v[i + j]) for j, k in enumerate(KINDS)}
     i += len(KINDS)
+    mk = {w: float(v[i + j]) for j, w in enumerate(WIDTHS)}
+    i += len(WIDTHS)
     tf = {k: float(v[i + j]) for j, k in enumerate(keys)}
-    return replace(base, **kw, eff=eff, transpose=tr, unaligned=un, tile_factors=tf, source=source)
+    return replace(base, **kw, eff=eff, transpose=tr, unaligned=un, masked_k=mk, tile_factors=tf, source=source)
 
 
 def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = PARAMS,
@@ -177,9 +180,9 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
     present = {eff_class(g.problem) for g in ps.gemms}
     nk = len(ps.keys)
     lo = [math.log(BOUNDS[n][0]) for n in SCALARS] + [math.log(EFF_BOUNDS[0])] * (2 * len(CLASSES)) \
-        + [math.log(LAYOUT_BOUNDS[0])] * 4 + [math.log(TILE_BOUNDS[0])] * nk
+        + [math.log(LAYOUT_BOUNDS[0])] * 6 + [math.log(TILE_BOUNDS[0])] * nk
     hi = [math.log(BOUNDS[n][1]) for n in SCALARS] + [math.log(EFF_BOUNDS[1])] * (2 * len(CLASSES)) \
-        + [math.log(LAYOUT_BOUNDS[1])] * 4 + [math.log(TILE_BOUNDS[1])] * nk
+        + [math.log(LAYOUT_BOUNDS[1])] * 6 + [math.log(TILE_BOUNDS[1])] * nk
     x0 = np.clip(_vector(start, ps.keys), np.array(lo) + 1e-9, np.array(hi) - 1e-9)
     # classes without data keep their start value
     frozen = [len(SCALARS) + ki * len(CLASSES) + ci for ki in range(2) for ci, c in enumerate(CLASSES)

@@ -65,9 +65,9 @@ def test_fitted_model_on_held_out_gemms(device):
     s = evaluate(test, get_device(device))
     agree, n = s.agreement
     assert n >= 60
-    # measured (bench/autotune_calibration.py): H200 92.3%, 0.83, 0.84, 0.58, 82%;
-    # H100 95.7%, 0.83, 0.83, 0.51, 89%
-    lo = {"H200": (0.90, 0.81, 0.81, 0.52, 0.78), "H100": (0.94, 0.81, 0.81, 0.47, 0.85)}[device]
+    # measured (bench/autotune_calibration.py): H200 (527 GEMMs) 89.0%, 0.865, 0.853, 0.57, 85%;
+    # H100 (578 GEMMs) 95.3%, 0.850, 0.847, 0.54, 91%
+    lo = {"H200": (0.87, 0.84, 0.83, 0.54, 0.82), "H100": (0.94, 0.83, 0.83, 0.51, 0.89)}[device]
     assert agree / n >= lo[0]
     assert s.median_rho >= lo[1] and s.median_rho_small >= lo[2]
     assert s.worst_decile_rho >= lo[3]
@@ -146,3 +146,46 @@ def test_explain_says_what_bounds_the_winner():
     # the winner's measured correction, and where it came from
     assert d.winner.estimate.correction is not None
     assert "measured correction x" in why and "nearest calibrated GEMM" in why
+    assert "shape level x" in why and "this config x" in why
+
+
+@pytest.mark.parametrize("device", ["H200", "H100"])
+def test_neighbour_correction_is_shape_level_times_config(device):
+    """The table holds one level row per train GEMM (the median residual of
+    its Triton configs) and each candidate relative to it; a lookup is the
+    product of the two shrunken neighbour means."""
+    import math
+    from hlorun.autotune import neighbours
+    tab = neighbours.table(device)
+    levels = sum(len(v[1]) for v in tab.levels.values())
+    train = [g for g in D.load(device, "train") if g.triton and g.blas]
+    assert levels == len(train)
+    # relative to the median config, each GEMM's Triton rows centre on 0
+    rel = tab.groups[next(k for k in tab.groups if k[0] == "triton")][1]
+    assert abs(float(sorted(rel)[len(rel) // 2])) < 0.2
+    g = D.load(device, "test")[0]
+    p = g.problem
+    c = tab.lookup("triton", g.triton[0].triton.label, "f16" if p.compute_type == "bf16" else p.compute_type,
+                   p.batch, p.m, p.n, p.k, (int(p.lhs_k_major), int(p.rhs_k_major)))
+    if c is not None:
+        assert math.isclose(c.factor, c.level * c.config, rel_tol=1e-9)
+
+
+def test_masked_k_steps_cost_more():
+    """XLA's Triton GEMM emitter masks both operand tiles in every K step
+    when K is not a multiple of block_k x split_k (``need_masking``); the
+    fitted factor is above 1 on both measured devices, only Triton pays it,
+    and only when K is ragged."""
+    from hlorun.autotune.cost import Tile, kernel_time
+    for dev in ("H200", "H100"):
+        d = get_device(dev)
+        P = replace(params_for(d), measured_device="")
+        assert P.masked_k["wide"] > 1.02
+        off = replace(P, masked_k={"8bit": 1.0, "wide": 1.0})
+        p = next(x.problem for x in D.load(dev, "test") if x.problem.operand_bits == 16 and x.problem.k >= 512)
+        for k, tile, kind, ragged in ((p.k // 64 * 64, Tile(64, 64, 64, 3, 4), "triton", False),
+                                      (p.k // 64 * 64 + 16, Tile(64, 64, 64, 3, 4), "triton", True),
+                                      (p.k // 64 * 64 + 16, Tile(64, 64, 64, 3, 4, 1, True), "blas", False)):
+            q = replace(p, k=k)
+            ratio = kernel_time(q, d, tile, kind, 49152, 64, P).ns / kernel_time(q, d, tile, kind, 49152, 64, off).ns
+            assert (ratio > 1.01) == ragged, (dev, k, kind, ratio)
