@@ -48,9 +48,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..ir.shape import bit_width
 from .devices import DeviceSpec
 from .problem import GemmProblem
+from .traffic import unaligned_rows, unfused_traffic
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -308,15 +308,6 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         narrow=int(op_bytes == 1))
 
 
-def unaligned_rows(p: GemmProblem) -> bool:
-    """Some matrix's rows (its most minor dimension: k of a K-major operand,
-    else m or n; n of the output) are not a multiple of 16 bytes, so its
-    loads or stores cannot be 16-byte vectors or TMA copies."""
-    ob = max(1, (p.operand_bits + 7) // 8)
-    out = max(1, (bit_width(p.out_type) + 7) // 8)
-    lhs = p.k if p.lhs_k_major else p.m
-    rhs = p.k if p.rhs_k_major else p.n
-    return bool(lhs * ob % 16 or rhs * ob % 16 or p.n * out % 16)
 
 
 def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
@@ -393,34 +384,8 @@ def tile_label(tile: Tile) -> str:
     return s + f"/s{tile.stages}/w{tile.warps}" + ("/tma" if tile.tma else "")
 
 
-def unfused_traffic(problem: GemmProblem) -> tuple[int, int]:
-    """Kernels and bytes when the GEMM leaves a fusion: the fused prologue
-    (operands with elementwise work, or moved by a concatenate, slice, pad or
-    physical transpose) and epilogue become separate kernels, each reading
-    and writing its tensor."""
-    p = problem
-    kernels, nbytes = 0, 0
-    if p.prologue_ops:
-        kernels += 1
-        nbytes += 2 * p.input_bytes
-    elif p.prologue_moves:
-        # a concatenate, slice, pad or physical transpose of an operand: one
-        # kernel per moved operand, writing it (cuBLAS reads it again)
-        kernels += p.prologue_moves
-        nbytes += 2 * p.prologue_move_bytes
-    if p.epilogue_ops or p.epilogue_operands:
-        kernels += 1
-        # cuBLASLt applies bias/relu/gelu and beta*C in its own epilogue:
-        # one extra pass over the output at most
-        nbytes += p.output_bytes
-    return kernels, nbytes
 
 
-def unfused_kernels(problem: GemmProblem, device: DeviceSpec, params: CostParams | None = None) -> tuple[float, int]:
-    """Extra time (ns) and kernel count of the unfused prologue/epilogue."""
-    P = params or params_for(device)
-    n, b = unfused_traffic(problem)
-    return (n * P.epi_launch_us * 1e-6 + b / device.hbm_bandwidth) * 1e9, n
 
 
 def blas_warps(bm: int, bn: int) -> int:
@@ -435,11 +400,3 @@ def blas_time(problem: GemmProblem, device: DeviceSpec, bm: int, bn: int, bk: in
     regs = min(device.max_registers_per_thread, bm * bn // (warps * device.threads_per_warp) + 40)
     return kernel_time(problem, device, Tile(bm, bn, bk, stages, warps, split_k, tma=True), "blas",
                        smem, regs, params)
-
-
-def with_params(**kw) -> CostParams:
-    return replace(PARAMS, **kw)
-
-
-def log_error(est_ns: float, measured_ns: float) -> float:
-    return abs(math.log(est_ns / measured_ns))
