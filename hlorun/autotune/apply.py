@@ -78,6 +78,32 @@ def _inline(fusion: Instruction, body: Computation,
     return root
 
 
+def _adopt_fused_computations(added: list[Instruction], caller: Computation | None) -> None:
+    """Move the fused computations of fusions made in the scratch module
+    into the caller's module, under names unique there."""
+    if not added:
+        return
+    module = added[0].parent.module if added[0].parent is not None else None
+    if module is None:
+        return
+    seen: set[int] = set()
+    stack = [c for i in added if i.opcode == "fusion" for c in i.called_computations()]
+    while stack:
+        comp = stack.pop()
+        if id(comp) in seen or comp.module is module:
+            continue
+        seen.add(id(comp))
+        old = comp.module
+        if old is not None and old is not module:
+            old.remove_computation(comp)
+        comp.name = module.unique_name(comp.name)
+        for i in comp.instructions:
+            i.name = module.unique_name(i.name)
+        module.insert_computation_before(comp, added[0].parent)
+        stack.extend(c for i in comp.instructions for c in i.called_computations()
+                     if c.module is old)
+
+
 def set_blas_algorithm(call: Instruction, algorithm: int) -> None:
     """XLA's CublasLtBackend::ApplyConfig: the chosen algorithm and the
     workspace it was profiled with."""
@@ -121,8 +147,15 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
         raise PassError(f"BLAS fission of {fusion.name} found no GEMM for {lib.label}: {why}",
                         instruction=fusion.name, computation=fusion.parent.name if fusion.parent else None)
     set_blas_algorithm(call, algorithm)
+    # XLA's FissionBackend::ApplyConfig: the autotuner runs after fusion, so
+    # priority fusion runs again on the fissioned module to fuse what the
+    # rewriter left of the prologue / epilogue, before it is inlined.
+    from ..passes.priority_fusion import PriorityFusion
+    PriorityFusion(target=target).run(scratch)
+    body = scratch.entry
     new_instrs: list[Instruction] = []  # not a scan of the caller: O(GEMM), not O(module)
     _inline(fusion, body, new_instrs)
+    _adopt_fused_computations(new_instrs, fusion.parent if fusion.parent is not None else None)
     call = find_blas_call(new_instrs)
     if pin_output_layout and call is not None:
         _pin(call, target)
