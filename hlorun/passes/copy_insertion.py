@@ -18,7 +18,14 @@ unnecessary; what survives on straight-line JAX programs is:
   (a gather of permuted rows, a transpose ...), XLA writes a temporary and
   copies it over: ``copy`` at the root;
 * **entry root** (``AddSpecialCaseCopies``): an output element that is a
-  constant or a non-donated entry parameter is copied.
+  constant or a non-donated entry parameter is copied;
+* **in-place operands** (``AddCopiesForInPlaceOperation``, kept by
+  ``RemoveUnnecessaryCopies`` when the buffers interfere): a fusion whose
+  root is a dynamic-update-slice or scatter writes over the buffer of the
+  operand feeding the updated array (HloDataflowAnalysis::
+  GetInPlaceInputOutputPairs); that operand gets ``copy(value)`` when it is
+  a constant, a non-donated entry parameter, or read by another
+  instruction that need not run before the fusion.
 
 Not modelled (stated): copies for values live across a loop while the loop
 updates their buffer, conditional branches, and the general liveness
@@ -121,6 +128,26 @@ def _elementwise_in_place(user: Instruction, param: Instruction) -> bool:
     return True
 
 
+def _in_place_operand(fusion: Instruction) -> int | None:
+    """The operand a fusion updates in place: its root is a
+    dynamic-update-slice or a single-output scatter whose updated array is a
+    fusion parameter (through bitcasts)."""
+    body = fusion.fused_computation
+    if body is None:
+        return None
+    root = body.root
+    while root.opcode == "bitcast":
+        root = root.operands[0]
+    if root.opcode not in ("dynamic-update-slice", "scatter") or not root.shape.is_array:
+        return None
+    x = root.operands[0]
+    while x.opcode == "bitcast":
+        x = x.operands[0]
+    if x.opcode != "parameter" or x.parameter_number is None:
+        return None
+    return x.parameter_number
+
+
 @dataclass(frozen=True)
 class CopyInsertion(Pass):
     """Add the copies XLA keeps for while-loop state, donated parameters and the entry root."""
@@ -135,6 +162,8 @@ class CopyInsertion(Pass):
             for w in comp.post_order():
                 if w.opcode == "while":
                     changed |= self._while(comp, w, donated, comp is entry)
+                elif w.opcode == "fusion":
+                    changed |= self._in_place(comp, w, donated, comp is entry)
         if entry is not None:
             changed |= self._root(module, entry, donated)
         return changed
@@ -166,6 +195,35 @@ class CopyInsertion(Pass):
                            f"loop body updates it", "applied", rule="while", derived_from=[e.name])
             changed = True
         return changed
+
+    def _in_place(self, comp: Computation, fusion: Instruction, donated: set[int],
+                  in_entry: bool) -> bool:
+        i = _in_place_operand(fusion)
+        if i is None:
+            return False
+        value = fusion.operands[i]
+        base = value
+        while base.opcode == "bitcast":
+            base = base.operands[0]
+        why = None
+        if base.opcode == "constant":
+            why = "a constant (read-only)"
+        elif base.opcode == "parameter" and in_entry and base.parameter_number not in donated:
+            why = "an entry parameter that is not donated"
+        else:
+            readers = [u for u in _readers(base) if u is not fusion]
+            if readers:
+                before = _ancestors(fusion)
+                late = [u for u in readers if u not in before]
+                if late:
+                    why = f"also read by {late[0].name}, which need not run before it"
+        if why is None:
+            return False
+        c = _copy(comp, value)
+        fusion.set_operand(i, c)
+        self.remark(c, f"{c.name} copies {value.name} for {fusion.name}, which updates it in place: "
+                       f"it is {why}", "applied", rule="in-place", derived_from=[value.name])
+        return True
 
     def _root(self, module: Module, entry: Computation, donated: set[int]) -> bool:
         root = entry.root
