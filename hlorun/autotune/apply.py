@@ -15,12 +15,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..ir.module import Computation, Instruction, Module
 from ..passes.base import Target
 from ..errors import PassError
-from .blas import LIBRARIES, WORKSPACE_BYTES
+from .blas import LIBRARIES
 from .triton import TritonConfig
 
 
@@ -78,12 +76,13 @@ def _inline(fusion: Instruction, body: Computation,
     return root
 
 
-def _adopt_fused_computations(added: list[Instruction], caller: Computation | None) -> None:
+def _adopt_fused_computations(added: list[Instruction]) -> None:
     """Move the fused computations of fusions made in the scratch module
     into the caller's module, under names unique there."""
     if not added:
         return
-    module = added[0].parent.module if added[0].parent is not None else None
+    caller = added[0].parent
+    module = caller.module if caller is not None else None
     if module is None:
         return
     seen: set[int] = set()
@@ -99,7 +98,7 @@ def _adopt_fused_computations(added: list[Instruction], caller: Computation | No
         comp.name = module.unique_name(comp.name)
         for i in comp.instructions:
             i.name = module.unique_name(i.name)
-        module.insert_computation_before(comp, added[0].parent)
+        module.insert_computation_before(comp, caller)
         stack.extend(c for i in comp.instructions for c in i.called_computations()
                      if c.module is old)
 
@@ -129,8 +128,6 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
     """Replace a GEMM fusion by the BLAS library call (plus whatever of its
     prologue/epilogue the rewriter did not absorb).  Returns the call."""
     from ..passes.gemm_rewriter import GemmRewriter
-    from ..passes.gemm_rewriter.config import Gpu, read_gemm_config, write_gemm_config
-    from ..passes.gemm_rewriter.rewriter import GemmRewriterVisitor, Options
 
     lib = LIBRARIES[library]
     comp = fusion.fused_computation
@@ -155,7 +152,7 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
     body = scratch.entry
     new_instrs: list[Instruction] = []  # not a scan of the caller: O(GEMM), not O(module)
     _inline(fusion, body, new_instrs)
-    _adopt_fused_computations(new_instrs, fusion.parent if fusion.parent is not None else None)
+    _adopt_fused_computations(new_instrs)
     call = find_blas_call(new_instrs)
     if pin_output_layout and call is not None:
         _pin(call, target)
