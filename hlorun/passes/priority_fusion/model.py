@@ -371,12 +371,14 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
             # (HloCostAnalysis::HandleReduceWindow), anything else one
             if op_m == "reduce" and i < n_ops // 2:
                 reads = n * (_elements(op) / max(1, _elements(m)))
-            elif op_m == "concatenate" or op_m == "scatter" or (op_m == "gather" and i == 1):
-                # a scatter's operands and a gather's indices keep
-                # HloCostAnalysis's default operand utilization 1.0 (neither
-                # HandleScatter nor HandleGather sets one for them): each of
-                # their elements is read once per evaluation of m, not once
-                # per element of m
+            elif op_m == "concatenate" or op_m == "pad" or op_m == "scatter" or \
+                    (op_m == "gather" and i == 1):
+                # a pad's operand (and its padding value), a scatter's
+                # operands and a gather's indices keep HloCostAnalysis's
+                # default operand utilization 1.0 (HandlePad, HandleScatter and
+                # HandleGather set none for them): each of their elements is
+                # read once per evaluation of m, not once per element of m (an
+                # interior pad doubling its operand does not evaluate it twice)
                 reads = n * (_elements(op) / max(1, _elements(m)))
             elif op_m == "reduce-window" and i < n_ops // 2:
                 reads = n * float(_window_elements(m))
