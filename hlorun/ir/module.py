@@ -801,12 +801,18 @@ def _module_call_lists(comps: list[Computation]) -> dict[Computation, list[list[
     for c in comps:
         got = None
         for i in c._instructions:
-            if i.attrs:
-                cc = i.called_computations()
-                if cc:
-                    if got is None:
-                        got = []
-                    got.append(cc)
+            a = i.attrs
+            if a:
+                # only an instruction with a non-text attribute value can
+                # call anything (most have none: skip the call)
+                for v in a.values():
+                    if type(v) is not str:
+                        cc = i.called_computations()
+                        if cc:
+                            if got is None:
+                                got = []
+                            got.append(cc)
+                        break
         memo[c] = got or _NO_CALLS
     return memo
 

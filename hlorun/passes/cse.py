@@ -64,12 +64,19 @@ class HloCSE(Pass):
 
     # -- constants ---------------------------------------------------------------
     def _combine_constants(self, comp: Computation, ctx: "_Context") -> bool:
-        if any(i.opcode == "domain" for i in comp._instructions):
-            return False  # XLA combines per sharding domain; stay conservative
+        consts = []
+        for i in comp._instructions:
+            op = i.opcode
+            if op == "constant":
+                consts.append(i)
+            elif op == "domain":
+                return False  # XLA combines per sharding domain; stay conservative
+        if len(consts) < 2:
+            return False  # nothing to combine
         seen: dict[tuple, Instruction] = {}
         combined = 0
-        for instr in list(comp._instructions):
-            if instr.opcode != "constant" or instr.parent is not comp:
+        for instr in consts:
+            if instr.parent is not comp:
                 continue
             key = ctx.constant_key(instr)
             match = seen.get(key)
@@ -101,14 +108,26 @@ class HloCSE(Pass):
         changed = self._combine_constants(comp, ctx)
         effects = SideEffects()
         reps: dict[tuple, Instruction] = {}
+        ignore_cd = self.ignore_control_dependencies
+        side_effect = effects.instruction
+        make_key = ctx.key
         for instr in comp.post_order():
             if instr.parent is not comp:
                 continue
-            if not self._should_eliminate(instr, effects):
-                continue
-            if not is_safely_removable(instr, self.ignore_control_dependencies):
-                continue
-            key = ctx.key(instr)
+            # _should_eliminate and is_safely_removable, inlined for the
+            # common case (operands, no frontend attributes, no control
+            # dependencies; a parameter has no operands)
+            if not instr.operands or "frontend_attributes" in instr.attrs:
+                if not self._should_eliminate(instr, effects):
+                    continue
+                if not is_safely_removable(instr, ignore_cd):
+                    continue
+            else:
+                if side_effect(instr):
+                    continue
+                if not ignore_cd and (instr.control_predecessors or instr.control_successors):
+                    continue
+            key = make_key(instr)
             rep = reps.get(key)
             if rep is not None and rep.parent is comp:
                 name = instr.name
@@ -154,9 +173,15 @@ class _Context:
     def __init__(self, layout_sensitive: bool):
         self.layout_sensitive = layout_sensitive
         self._comp_keys: dict[Computation, Any] = {}
+        self._shape_keys: dict[Any, Any] = {}
 
     def shape_key(self, shape) -> Any:
-        return shape if self.layout_sensitive else shape.without_layout()
+        if self.layout_sensitive:
+            return shape
+        got = self._shape_keys.get(shape)
+        if got is None:
+            got = self._shape_keys[shape] = shape.without_layout()
+        return got
 
     def constant_key(self, instr: Instruction) -> tuple:
         lit = instr.literal
@@ -182,6 +207,9 @@ class _Context:
         for k, v in instr.attrs.items():
             if k in _IGNORED_ATTRS:
                 continue
+            if type(v) is str:  # most values
+                out.append((k, v))
+                continue
             if isinstance(v, Computation):
                 v = computation_key(v)
             elif isinstance(v, list):
@@ -196,11 +224,15 @@ class _Context:
         return (instr.attrs.get("sharding"), sdy)
 
     def key(self, instr: Instruction) -> tuple:
-        ops = [self._operand_key(o) for o in instr.operands]
-        if instr.opcode in COMMUTATIVE and len(ops) == 2:
+        ops = [o.id if o.opcode != "iota" else self.iota_key(o) for o in instr.operands]
+        op = instr.opcode
+        if op in COMMUTATIVE and len(ops) == 2:
             ops.sort(key=repr)
-        return (instr.opcode, self.shape_key(instr.shape), tuple(ops),
-                self._sharding_key(instr), instr.attrs.get("backend_config"),
+        a = instr.attrs
+        if not a:
+            return (op, self.shape_key(instr.shape), tuple(ops), (None, None), None, ())
+        return (op, self.shape_key(instr.shape), tuple(ops),
+                self._sharding_key(instr), a.get("backend_config"),
                 self._attrs_key(instr, self.computation_key))
 
     def computation_key(self, comp: Computation) -> Any:

@@ -400,10 +400,9 @@ class _Plan:
         dot = self.dot
         name = f"gemm_fusion_{dot.name}"
         body = Computation(module.unique_name(f"{name}_computation"))
-        module.add_computation(body)
-        # keep callees before callers in the module's list (prints as XLA does)
-        module.computations.remove(body)
-        module.computations.insert(module.computations.index(comp), body)
+        # keep callees before callers in the module's list (prints as XLA
+        # does): just before ``comp``, in O(1)
+        module.insert_computation_before(body, comp)
         params: list[Instruction] = []
         mapping: dict[Instruction, Instruction] = {}
 
