@@ -40,6 +40,7 @@ REGISTRY: dict[str, str] = {
     "cudnn_pad_for_convolutions": "hlorun.passes.cudnn_pad_for_convolutions:CudnnPadForConvolutions",
     "dce": "hlorun.passes.dce:HloDCE",
     "dot-algorithm-rewriter": "hlorun.passes.dot_algorithm_rewriter:DotAlgorithmRewriter",
+    "dot-dimension-merger": "hlorun.passes.dot_dimension_merger:DotDimensionMerger",
     "dot-merger": "hlorun.passes.dot_merger:DotMerger",
     "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",

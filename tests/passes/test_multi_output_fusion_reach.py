@@ -131,3 +131,35 @@ ENTRY e {
     assert r.reaches(a, b) and not r.reaches(b, a) and r.connected(b, a)
     with pytest.raises(ValueError, match="cycle"):
         r._add_edge(b, a)
+
+
+def test_repair_with_a_tie_at_the_bound():
+    """A successor of the moving side that shares x's position is left
+    outside by the strict comparisons; the renumbering that follows must
+    search again rather than place the side above x and below that
+    successor (it broke the order on transformer_4l_bf16 once
+    hoist-fused-bitcasts put more bitcasts between fusions)."""
+    m = parse_module("""HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  y = f32[4] negate(p)
+  a = f32[4] exponential(y)
+  b = f32[4] sqrt(a)
+  q1 = f32[4] negate(p)
+  q2 = f32[4] negate(q1)
+  q3 = f32[4] negate(q2)
+  x = f32[4] abs(q3)
+  ROOT t = (f32[4], f32[4]) tuple(b, x)
+}""")
+    comp = m.entry
+    r = DfsReach(comp)
+    g = {i.name: i for i in comp.instructions}
+    step = 1 << 32
+    # x's side is the longer search, so y's side (y, a) moves; b ties with
+    # x and comes first among equal positions
+    order = [("p", 0), ("y", 1), ("a", 2), ("q1", 3), ("q2", 4), ("q3", 5), ("b", 6),
+             ("x", 6), ("t", 9)]
+    r.pos = {g[n]: k * step for n, k in order}
+    r._add_edge(g["x"], g["y"])  # x -> y will exist after a merge
+    at = r._at
+    assert at(g["q3"]) < at(g["x"]) < at(g["y"]) < at(g["a"]) < at(g["b"]) < at(g["t"])

@@ -143,30 +143,17 @@ class DfsReach:
         if hi is None:
             hi = lo + (n + 1) * _GAP
         if hi - lo <= n:
+            # No room (or an outside neighbour shares a position with x or y,
+            # which the sides' strict comparisons left outside): renumber
+            # with fresh gaps and search again, now that positions are distinct.
             self._spread()
-            lo, hi = self._bounds(side, x, y)
+            if pos[y] < pos[x]:
+                self._add_edge(x, y)
+            return
         step = (hi - lo) // (n + 1)
         for i, m in enumerate(block, 1):
             pos[m] = lo + i * step
         self.moved += n
-
-    def _bounds(self, side: "_Side", x: Instruction, y: Instruction) -> tuple[int, int]:
-        """The open interval the moving side may take (after a renumbering):
-        above its nearest outside predecessor and below ``y``, or above
-        ``x`` and below its nearest outside successor."""
-        pos = self.pos
-        inside = set(side.members)
-        near = None
-        for m in side.members:
-            nxt = self.neighbours(m)[0 if side.back else 1]
-            for k in (pos[o] for o in nxt if o not in inside):
-                if near is None or ((k > near) if side.back else (k < near)):
-                    near = k
-        if side.back:
-            lo, hi = near, pos[y]
-            return (hi - (len(inside) + 1) * _GAP if lo is None else lo), hi
-        lo, hi = pos[x], near
-        return lo, (lo + (len(inside) + 1) * _GAP if hi is None else hi)
 
     def _spread(self) -> None:
         """Renumber every position with gaps of ``_GAP`` (order kept)."""

@@ -36,9 +36,11 @@ times), ineligible (with the CanFuse reason), or not beneficial (with the
 numbers).  The cost model counts element evaluations through a fusion
 the way XLA's ``FusionCalculateUtilizations`` does (:mod:`.model`).
 
+The in-place rule (``ShouldFuseInPlaceOp``, :mod:`.in_place`) and the
+scatter rules (:mod:`.scatter`) are the last checks of CanFuse.
+
 Not modelled (stated): Triton heroless / multi-output fusion (off by
-default in XLA), the tiled (SymbolicTileAnalysis) cost model, in-place
-dynamic-update-slice rules and scatter fusion constraints.
+default in XLA), the tiled (SymbolicTileAnalysis) cost model.
 
 Postcondition: no producer with a positive estimated benefit is left
 unfused.
@@ -59,6 +61,7 @@ from .fuse import create_fusion, dispose, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
 from .ir_size import ir_info, merged_too_large
 from .model import LAUNCH_US, Estimate, device_of, estimate
+from .in_place import in_place_refusal
 from .scatter import scatter_refusal
 from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
                      unit_refusal, unit_summary)
@@ -246,7 +249,7 @@ class _Queue:
             return f"the fusion would have {len(ops)} parameters (more than {MAX_PARAMETERS})"
         if merged_too_large(producer, consumer, self._ir):
             return "the fusion would result in an overly large code duplication"
-        return None
+        return in_place_refusal(producer, consumer)  # ShouldFuseInPlaceOp
 
     def priority(self, producer: Instruction) -> float:
         if is_fusible_bitcast(producer):
