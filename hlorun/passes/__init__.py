@@ -49,6 +49,7 @@ REGISTRY: dict[str, str] = {
     "gather_simplifier": "hlorun.passes.gather_simplifier:GatherSimplifier",
     "gemm-fusion": "hlorun.passes.gemm_fusion:GemmFusionAlias",
     "gemv-rewriter": "hlorun.passes.gemv_rewriter:GemvRewriter",
+    "hoist-fused-bitcasts": "hlorun.passes.hoist_fused_bitcasts:HoistFusedBitcasts",
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
     "multi_output_fusion": "hlorun.passes.multi_output_fusion:MultiOutputFusion",
