@@ -846,6 +846,25 @@ def embedded_computations(comp: Computation,
     return order
 
 
+def has_opcode(comp: Computation, opcodes: "frozenset[str] | set[str]") -> bool:
+    """Does ``comp`` hold an instruction of one of ``opcodes``?  (One scan
+    of its instructions, no ordering: passes use it to skip computations,
+    or whole modules, where nothing they rewrite exists.)"""
+    for i in comp._instructions:
+        if i.opcode in opcodes:
+            return True
+    return False
+
+
+def module_has_opcode(module: Module, opcodes: "frozenset[str] | set[str]") -> bool:
+    """:func:`has_opcode` over every computation of ``module``."""
+    for c in module.computations:
+        for i in c._instructions:
+            if i.opcode in opcodes:
+                return True
+    return False
+
+
 def iter_operand_tree(instr: Instruction) -> Iterator[Instruction]:
     """Instruction and all transitive operands (each once)."""
     seen: set[Instruction] = set()

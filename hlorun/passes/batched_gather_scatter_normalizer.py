@@ -143,7 +143,8 @@ class BatchedGatherScatterNormalizer(Pass):
         return expand_ops(self, module, is_batched,
                           lambda i: normalize_gather(i) if i.opcode == "gather"
                           else normalize_scatter(i),
-                          "has batching dimensions: they became iota start indices")
+                          "has batching dimensions: they became iota start indices",
+                          opcodes=frozenset({"gather", "scatter"}))
 
 
 __all__ = ["BatchedGatherScatterNormalizer", "is_batched", "normalize_gather",

@@ -117,6 +117,8 @@ class CudnnFusedConvRewriter(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in nonfusion_computations(module):
+            if not any(i.opcode == "custom-call" and is_conv_call(i) for i in comp._instructions):
+                continue  # every pattern starts at a cuDNN convolution of this computation
             for step in (self.fuse_alpha, self.fuse_bias_or_side_input,
                          self.fuse_bias_or_side_input, self.fuse_relu,
                          self.fuse_bias_or_side_input, self.fuse_bias_or_side_input,

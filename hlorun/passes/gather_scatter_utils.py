@@ -120,13 +120,26 @@ def operand_start_index_permutations(dim_map: Sequence[int], operand_rank: int
 
 
 def expand_ops(pass_: "object", module: Module, matches: Callable[[Instruction], bool],
-               expand: Callable[[Instruction], Instruction], what: str) -> bool:
+               expand: Callable[[Instruction], Instruction], what: str,
+               opcodes: frozenset[str] | None = None) -> bool:
     """XLA's ``OpExpanderPass``: every matching instruction of every
     non-fusion computation, in post order, is replaced by its expansion.
     The instructions the expansion adds carry the original's metadata (as
-    XLA's dumps show); a replacement with the same opcode keeps the name."""
+    XLA's dumps show); a replacement with the same opcode keeps the name.
+
+    ``opcodes``: the only opcodes ``matches`` (a pure test) can accept.
+    With it, a module or computation where no instruction of those opcodes
+    matches is skipped without ordering its instructions (nothing there
+    could change)."""
+    if opcodes is not None and not any(
+            matches(i) for c in module.computations for i in c._instructions
+            if i.opcode in opcodes):
+        return False
     changed = False
     for comp in nonfusion_computations(module):
+        if opcodes is not None and not any(matches(i) for i in comp._instructions
+                                           if i.opcode in opcodes):
+            continue
         for instr in comp.post_order():
             if instr.parent is not comp or not matches(instr):
                 continue

@@ -106,7 +106,8 @@ class GatherSimplifier(Pass):
     def run(self, module: Module) -> bool:
         return expand_ops(self, module, _matches, simplify_gather,
                           "simplified: [N, k] indices, identity start_index_map, no collapsed "
-                          "dimensions")
+                          "dimensions",
+                          opcodes=frozenset({"gather"}))
 
 
 __all__ = ["GatherSimplifier", "is_simplified_gather", "simplify_gather"]

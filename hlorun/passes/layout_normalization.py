@@ -47,8 +47,17 @@ def to_transpose_dims(shape: Shape) -> list[int]:
     return list(reversed(shape.minor_to_major))
 
 
+#: shape -> is it an array with the default layout (shapes are immutable;
+#: a module has few distinct ones, and the visitor asks for every operand)
+_DEFAULT_LAYOUT: dict[Shape, bool] = {}
+
+
 def has_default_layout(instr: Instruction) -> bool:
-    return instr.shape.is_array and is_descending_layout(instr.shape)
+    s = instr.shape
+    got = _DEFAULT_LAYOUT.get(s)
+    if got is None:
+        got = _DEFAULT_LAYOUT[s] = s.is_array and is_descending_layout(s)
+    return got
 
 
 def _ints(values) -> str:
@@ -73,8 +82,12 @@ class _Visitor(DfsRewriteVisitor):
 
     # -- helpers ------------------------------------------------------------------
     def should_process(self, hlo: Instruction) -> bool:
-        return not (hlo.shape.is_array and has_default_layout(hlo)
-                    and all(has_default_layout(o) for o in hlo.operands))
+        if not has_default_layout(hlo):  # (an array with the default layout)
+            return True
+        for o in hlo.operands:
+            if not has_default_layout(o):
+                return True
+        return False
 
     def normalized_input(self, hlo: Instruction) -> Instruction:
         if has_default_layout(hlo):

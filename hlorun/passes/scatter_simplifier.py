@@ -103,7 +103,8 @@ class ScatterSimplifier(Pass):
     def run(self, module: Module) -> bool:
         return expand_ops(self, module, _matches, simplify_scatter,
                           "simplified: [N, k] indices, updates [N, window...], no inserted "
-                          "window dimensions")
+                          "window dimensions",
+                          opcodes=frozenset({"scatter"}))
 
 
 __all__ = ["ScatterSimplifier", "is_simplified_scatter", "simplify_scatter"]

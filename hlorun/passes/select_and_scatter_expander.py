@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.build import make_constant
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode
 from ..ir.shape import Shape
 from .base import Pass
 
@@ -124,6 +124,9 @@ def expand(sas: Instruction) -> Instruction:
     return scatter
 
 
+_SELECT_AND_SCATTER = frozenset({"select-and-scatter"})
+
+
 @dataclass(frozen=True)
 class SelectAndScatterExpander(Pass):
     """Rewrite select-and-scatter as a variadic reduce-window and a scatter."""
@@ -133,6 +136,8 @@ class SelectAndScatterExpander(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in list(module.computations):
+            if not has_opcode(comp, _SELECT_AND_SCATTER):
+                continue
             for instr in comp.post_order():
                 if instr.opcode != "select-and-scatter":
                     continue

@@ -14,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.edit import remove_dead
-from ..ir.module import Module
+from ..ir.module import Module, has_opcode, module_has_opcode
 from .base import Pass
 from .dfs_rewrite import nonfusion_computations
 from .priority_fusion.fuse import create_fusion, fuse_into, replace_with_fusion
+
+
+_SORT = frozenset({"sort"})
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,11 @@ class SortIotaFusion(Pass):
 
     def run(self, module: Module) -> bool:
         changed = False
+        if not module_has_opcode(module, _SORT):
+            return False
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _SORT):
+                continue
             for sort in comp.post_order():
                 if sort.parent is not comp or sort.opcode != "sort":
                     continue

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode, module_has_opcode
 from ..ir.shape import Shape
 from .base import Pass
 from .dfs_rewrite import nonfusion_computations, replace_instruction
@@ -125,6 +125,9 @@ def expand(sort: Instruction, callers: Counter) -> Instruction:
     return sort
 
 
+_SORT = frozenset({"sort"})
+
+
 @dataclass(frozen=True)
 class StableSortExpander(Pass):
     """Make stable sorts break ties with an iota operand."""
@@ -133,11 +136,15 @@ class StableSortExpander(Pass):
 
     def run(self, module: Module) -> bool:
         changed = False
+        if not module_has_opcode(module, _SORT):
+            return False  # no sort to expand
         comps = nonfusion_computations(module)
         # a comparator other instructions also call is cloned before it is edited
         callers: Counter = Counter(callee for c in module.computations for i in c.instructions
                                    for callee in i.called_computations())
         for comp in comps:
+            if not has_opcode(comp, _SORT):
+                continue
             for sort in comp.post_order():
                 if sort.parent is not comp or sort.opcode != "sort" \
                         or sort.attrs.get("is_stable") != "true":

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode, module_has_opcode
 from ..ir.shape import Shape
 from ..ir.shape_inference.common import is_float
 from .base import Pass
@@ -89,6 +89,9 @@ def decompose(call: Instruction, comparator: Computation) -> Instruction:
     return new
 
 
+_TOPK_OPS = frozenset({"topk", "custom-call"})
+
+
 @dataclass(frozen=True)
 class TopkDecomposer(Pass):
     """Decompose topk / TopK custom calls into a stable sort and slices."""
@@ -99,7 +102,11 @@ class TopkDecomposer(Pass):
 
     def run(self, module: Module) -> bool:
         changed = False
+        if not module_has_opcode(module, _TOPK_OPS):
+            return False  # nothing to decompose (no topk, no custom call)
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _TOPK_OPS):
+                continue
             for instr in comp.post_order():
                 if instr.parent is not comp:
                     continue

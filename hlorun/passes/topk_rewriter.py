@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ..ir.attrs import parse_slice
 from ..ir.edit import remove_dead
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode
 from ..ir.shape import Shape
 from .base import Pass
 from .topk_util import TOPK_TARGET, derived, gte, make_topk_call
@@ -197,6 +197,9 @@ def create_topk_call(sort: Instruction, k: int) -> tuple[Instruction, Instructio
     return call, values, indices
 
 
+_SORT = frozenset({"sort"})
+
+
 @dataclass(frozen=True)
 class TopkRewriter(Pass):
     """Rewrite sort + slice top-k patterns into TopK custom calls."""
@@ -206,6 +209,8 @@ class TopkRewriter(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in list(module.computations):
+            if not has_opcode(comp, _SORT):
+                continue
             for sort in comp.post_order():
                 if sort.parent is not comp or sort.opcode != "sort":
                     continue

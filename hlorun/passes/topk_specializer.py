@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 
 from ..ir.literal import Literal
-from ..ir.module import Instruction, Module
+from ..ir.module import Instruction, Module, has_opcode, module_has_opcode
 from ..ir.shape import Shape
 from .base import Pass
 from .dfs_rewrite import nonfusion_computations, replace_instruction
@@ -104,8 +104,14 @@ def specialize(call: Instruction) -> str | Instruction:
                           GPU_TOPK_TARGET, call.attrs.get("backend_config"), typed_ffi=True)
 
 
+_CUSTOM_CALL = frozenset({"custom-call"})
+
+
 def _calls(module: Module) -> list[Instruction]:
-    return [i for c in nonfusion_computations(module) for i in c.post_order() if is_topk_call(i)]
+    if not module_has_opcode(module, _CUSTOM_CALL):
+        return []
+    return [i for c in nonfusion_computations(module) if has_opcode(c, _CUSTOM_CALL)
+            for i in c.post_order() if is_topk_call(i)]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.edit import SideEffects, replace_instruction
-from ..ir.module import Instruction, Module
+from ..ir.module import Instruction, Module, has_opcode
 from ..ir.shape import compatible
 from .base import Pass
 
@@ -39,6 +39,9 @@ def latest_non_gte_ancestor_and_index(instr: Instruction) -> tuple[Instruction, 
     return cur, index
 
 
+_TUPLE_OPS = frozenset({"tuple", "get-tuple-element"})
+
+
 @dataclass(frozen=True)
 class TupleSimplifier(Pass):
     """Forward tuple elements to get-tuple-element users; fold tuple(gte(x,0..n)) to x."""
@@ -52,6 +55,8 @@ class TupleSimplifier(Pass):
         for comp in list(module.computations):
             if self.exclude_entry_computation and comp is module.entry:
                 continue
+            if not has_opcode(comp, _TUPLE_OPS):
+                continue  # every rewrite is of a tuple or a get-tuple-element
             for instr in comp.post_order():
                 if instr.parent is not comp:
                     continue  # removed by an earlier replacement
