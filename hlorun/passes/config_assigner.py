@@ -11,7 +11,7 @@ not).  XLA then *measures* both emitters on the device and keeps the faster;
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
 after_optimizations modules in the dumps it makes XLA's choice for 389 of
-414, tests/passes/test_config_assigner_dumps.py; 570 of 630 with the
+414, tests/passes/test_config_assigner_dumps.py; 674 of 758 with the
 held-out dumps of testdata/xla-dumps-holdout):
 
 * native emitter kept -- the reduction emitter (a row or column reduction
@@ -39,7 +39,10 @@ held-out dumps of testdata/xla-dumps-holdout):
   has SMs, each at most 256 elements long (the loss reductions that
   TreeReductionRewriter splits: dropout's f32[128,256] -> f32[128] -> f32[],
   moe's router sums): the native kernel is a fraction of one wave either
-  way, and XLA measured the single Triton block faster;
+  way, and XLA measured the single Triton block faster -- unless the rows
+  are so short that the native emitter reduces several per warp
+  (``RowReductionGetRowsPerWarp`` > 1: rows shorter than 32 that divide
+  it, groupnorm's 128 rows of 4), which XLA kept native;
 * block-level Triton chosen -- an f32 column reduction of at most 256 rows
   whose outputs fill fewer 32-column tiles than the GPU has SMs (the second
   stage of a split batch-norm or bias-gradient sum): less than a wave of
@@ -120,7 +123,8 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
                 # a full reduction to one value: Triton unless its input is an
                 # array collapsed into the row (see _collapses_into_row)
                 return "row-reduction" if _collapses_into_row(hero) else "single-row-reduction"
-            if dims.dims[2] <= SHORT_ROW and dims.dims[0] * dims.dims[1] < cores:
+            if dims.dims[2] <= SHORT_ROW and dims.dims[0] * dims.dims[1] < cores and \
+                    _rows_per_warp(dims.dims[2]) == 1:
                 return "short-row-reduction"
             return "row-reduction"
         if dims.dims[2] < WARP_SIZE:
@@ -139,6 +143,17 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     if transposes:
         return "loop-transpose"
     return "loop"
+
+
+def _rows_per_warp(row: int) -> int:
+    """XLA's ``RowReductionGetRowsPerWarp``: rows shorter than a warp that
+    divide it are reduced several to a warp by the native emitter (its
+    multi-row strategy), which XLA measured faster than a Triton block on
+    every such short-row reduction in the dumps (groupnorm's f32[4,32,4] ->
+    f32[4,32]: 128 rows of 4)."""
+    if row >= WARP_SIZE or WARP_SIZE % row:
+        return 1
+    return WARP_SIZE // row
 
 
 def _collapses_into_row(reduce: Instruction) -> bool:

@@ -84,3 +84,20 @@ def test_single_row_reductions(dump, name, emitter, triton):
     assert native_emitter(fusion, 132) == emitter
     assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
     assert (fusion.fusion_kind == "kCustom") is triton
+
+
+@pytest.mark.parametrize("dump,name,emitter,triton", [
+    # groupnorm's per-group sums: 128 rows of 4 (8 rows to a warp natively; XLA: native)
+    ("xla-dumps-holdout/groupnorm_resblock_fp16", "input_reduce_fusion.4", "row-reduction", False),
+    ("xla-dumps-holdout/groupnorm_resblock_fp16", "input_reduce_fusion.6", "row-reduction", False),
+    # dropout's split loss sum: 128 rows of 256 (one row per warp; XLA: __triton)
+    ("xla-dumps/dropout_mlp_train_bf16", "input_reduce_fusion", "short-row-reduction", True),
+])
+def test_short_row_reductions(dump, name, emitter, triton):
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kInput"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == emitter
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
