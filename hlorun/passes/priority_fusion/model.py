@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
-from ...ir.shape import byte_width
+from ...ir.shape import bit_width, byte_width
 from ..base import Target
 from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, SM90, computation_flops
 from .analysis import FusionView, concatenate_hero, emitter_kind, fused_members, reduction_dims, tiled_transpose
@@ -434,7 +434,7 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
             emitter_kind(FusionView.of(root_unit, members))
     walk = _utilization(u, root, kind)
     ext_reads, flops, uncoalesced = walk.ext_reads, walk.flops, walk.uncoalesced
-    blocks, threads = launch_dims(kind, view, root)
+    blocks, threads = launch_dims(kind, view, root, device)
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0
     total_read = net_read = 0
@@ -485,7 +485,8 @@ def column_vector_size(elem_bytes: int, minor: int) -> int:
     return 4 if minor % 4 == 0 else 2
 
 
-def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, int]:
+def launch_dims(kind: str, view: FusionView, root: Instruction,
+                device: "Device | None" = None) -> tuple[int, int]:
     """(blocks, threads per block) of the emitter ``kind``."""
     if kind == "reduction":
         hero = view.hero()
@@ -506,8 +507,59 @@ def launch_dims(kind: str, view: FusionView, root: Instruction) -> tuple[int, in
             n = max(1, max(_elements(o) for o in hero.operands))
     if kind == "transpose":
         return max(1, -(-n // 1024)), 128
+    if kind == "loop":
+        n = _element_shape_elements(root)
+        unroll = loop_unroll_factor(view, root, n, device)
+        n = -(-n // unroll)
+        return max(1, -(-n // 128)), max(1, min(128, n))
     unroll = 4 if n % 4 == 0 and n >= 4 * 128 else 1
     return max(1, -(-n // (128 * unroll))), min(128, n)
+
+
+#: ``DeviceDescription::threads_per_core_limit`` (resident threads per SM)
+THREADS_PER_CORE = 2048
+#: ``MayPreventVectorization``: concatenates with more operands are not unrolled
+MAX_CONCAT_ARGUMENTS_FOR_UNROLLING = 10
+
+
+def _element_shape_elements(root: Instruction) -> int:
+    """Elements of ``GetElementShape``: the root's shape, the first leaf of a tuple."""
+    s = root.shape
+    while s.is_tuple:
+        s = s.tuple_shapes[0]
+    return max(1, math.prod(s.dimensions))
+
+
+def _output_bits(root: Instruction) -> int:
+    shapes = [root.shape]
+    bits = []
+    while shapes:
+        s = shapes.pop()
+        if s.is_tuple:
+            shapes += s.tuple_shapes
+        elif s.is_array:
+            bits.append(bit_width(s.element_type))
+    return min(bits) if bits else 8
+
+
+def loop_unroll_factor(view: FusionView, root: Instruction, n: int,
+                       device: "Device | None" = None) -> int:
+    """XLA's ``ComputeLoopFusionConfig``: a loop kernel unrolls (4, else 2 when
+    that divides the elements) only when it has at least as many elements as
+    the GPU has resident threads (``threads_per_core_limit x core_count``) and
+    nothing in it prevents vectorization (a dot, a sort, a concatenate of more
+    than 10 operands, a variadic reduce) -- smaller kernels run one thread per
+    element; sub-byte outputs are unrolled so one thread writes whole bytes."""
+    cores = (device or DEVICES["H100"]).cores
+    unroll = 1
+    if n >= THREADS_PER_CORE * cores and not any(
+            m.opcode in ("dot", "sort")
+            or (m.opcode == "concatenate" and len(m.operands) > MAX_CONCAT_ARGUMENTS_FOR_UNROLLING)
+            or (m.opcode == "reduce" and m.shape.is_tuple)
+            for m in view.members):
+        unroll = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+    bits = _output_bits(root)
+    return max(unroll, -(-8 // bits) if bits else 1)
 
 
 __all__ = ["DEVICES", "Device", "Estimate", "LAUNCH_US", "device_of", "estimate", "launch_dims"]
