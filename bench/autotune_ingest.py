@@ -96,6 +96,53 @@ def environment(raw: Path, env_txt: Path | None, device: str) -> dict:
     return env
 
 
+def merge_repeat(raw: Path, dev: str, tag: str, out: Path, env_txt: Path | None) -> int:
+    """Attach a repeat run's times (``ns_repeat``) to the GEMMs of an earlier
+    run of the same modules.  A GEMM matches when its id (``tag`` + case id),
+    instruction and problem are the same; a candidate when its backend and
+    Triton config or algorithm are."""
+    import csv
+    gemms = {r["gemm"]: r for r in csv.DictReader(open(out / f"gemms_{dev}.csv", newline=""))}
+    again: dict[str, dict] = {}
+    hlo_cache: dict = {}
+    for cid, (mod, name, profiles, _chosen) in sorted(read_phase(raw / "main", "m").items()):
+        g = gemms.get(f"{tag}{cid}")
+        if g is None or g["instruction"] != name:
+            continue
+        instr = find_instruction(raw / "main" / "hlo", mod, name, hlo_cache)
+        if instr is None:
+            continue
+        prob = D.problem_row(gemm_problem(instr))
+        if any(str(v) != g[k] for k, v in prob.items()):
+            continue
+        again[g["gemm"]] = {_cand_key(q.config): q.run_time_ns for q in profiles if q.run_time_ns}
+    path = out / f"candidates_{dev}.csv"
+    rows = list(csv.DictReader(open(path, newline="")))
+    n = 0
+    for r in rows:
+        t = again.get(r["gemm"])
+        if t is None:
+            continue
+        c = D._candidate_from_row(r)
+        key = ("triton", c.triton.label) if c.triton else (c.backend, c.algorithm or 0)
+        if key in t:
+            r["ns_repeat"] = int(t[key])
+            n += 1
+    D.write_csv(path, D.CAND_FIELDS, rows)
+    env_path = out / f"environment_{dev}.json"
+    env = json.loads(env_path.read_text())
+    new = environment(raw, env_txt or raw / "env.txt", dev)
+    for run in env.get("runs", []):
+        if run.get("tag") == tag:
+            run["repeated_gemms"] = len(again)
+            run["repeat"] = {"gpu": new.get("gpu"), "driver": new.get("driver"), "jax": new.get("jax"),
+                             "cuda_driver_api": new.get("cuda_driver_api"),
+                             "xla_backend_versions": new.get("xla_backend_versions")}
+    env_path.write_text(json.dumps(env, indent=1) + "\n")
+    print(f"{len(again)} GEMMs of run {tag!r} matched; {n} candidates timed twice -> {path}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("raw")
@@ -104,7 +151,12 @@ def main() -> int:
     ap.add_argument("--out", default=str(D.DATA_DIR))
     ap.add_argument("--tag", default="", help="prefix of gemm ids (several runs into one file)")
     ap.add_argument("--append", action="store_true")
+    ap.add_argument("--repeat", action="store_true",
+                    help="RAW is a second run of GEMMs already in the data (same generator and seed, ids TAG+case): "
+                         "its times become ns_repeat of the matching candidates; nothing else changes")
     a = ap.parse_args()
+    if a.repeat:
+        return merge_repeat(Path(a.raw), a.device.upper(), a.tag, Path(a.out), Path(a.env) if a.env else None)
     raw, out = Path(a.raw), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     cases = {c["id"]: c for c in json.loads((raw / "cases.json").read_text())}
