@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable, Iterable
 
-from .module import Computation, Instruction, Module
+from .module import Computation, Instruction, Module, calls_something
 from .shape import compatible
 
 _ALWAYS_SIDE_EFFECTING = frozenset({
@@ -59,7 +59,7 @@ class SideEffects:
     def instruction(self, instr: Instruction) -> bool:
         if has_side_effect_no_recurse(instr):
             return True
-        if instr.attrs:
+        if instr.attrs and calls_something(instr):
             for c in instr.called_computations():
                 if self.computation(c):
                     return True
@@ -96,7 +96,7 @@ class CallGraph:
         self.callers: dict[Computation, list[Instruction]] = {}
         for comp in module.computations:
             for instr in comp._instructions:
-                if instr.attrs:
+                if instr.attrs and calls_something(instr):
                     for callee in instr.called_computations():
                         self.callers.setdefault(callee, []).append(instr)
 

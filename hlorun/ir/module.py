@@ -680,7 +680,7 @@ class Module:
 
     @property
     def instruction_count(self) -> int:
-        return sum(len(c._instructions) for c in self.computations)
+        return sum([len(c._instructions) for c in self.computations])
 
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based (line, column) of an offset into :attr:`source`."""
@@ -844,6 +844,16 @@ def embedded_computations(comp: Computation,
                     visited.add(callee)
                     stack.append((callee, iter(_call_lists(callee, memo))))
     return order
+
+
+def calls_something(instr: Instruction) -> bool:
+    """Can ``instr`` call a computation?  False when every attribute value
+    is text (most instructions): then ``called_computations()`` is empty,
+    and a scan over a module can skip the call."""
+    for v in instr.attrs.values():
+        if type(v) is not str:
+            return True
+    return False
 
 
 def has_opcode(comp: Computation, opcodes: "frozenset[str] | set[str]") -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..ir.attrs import parse_frontend_attributes
 from ..ir.edit import (CallGraph, SideEffects, fusion_lookup, is_dead, is_safely_removable,
                        remove_instruction_and_unused_operands, replace_instruction)
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, calls_something
 from ..ir.shape import Shape
 from .base import Pass
 
@@ -56,7 +56,7 @@ class HloDCE(Pass):
             comp = agenda.pop()
             changed |= self._run_on_computation(comp, call_graph, fusions, effects)
             for instr in list(comp._instructions):
-                if instr.attrs:
+                if instr.attrs and calls_something(instr):
                     for callee in instr.called_computations():
                         if callee in to_remove:
                             del to_remove[callee]
