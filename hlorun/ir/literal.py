@@ -484,12 +484,15 @@ def format_array(arr: np.ndarray, element_type: str) -> str:
 class Literal:
     """A constant's value: verbatim text plus a lazily decoded numpy value."""
 
-    __slots__ = ("text", "shape", "_value")
+    __slots__ = ("text", "shape", "_value", "_all_equal")
 
     def __init__(self, text: str, shape: Shape, value: Any = None):
         self.text = text
         self.shape = shape
         self._value = value
+        #: is_scalar_value's answers (algsimp asks about the same few
+        #: constants for every add and multiply it visits)
+        self._all_equal: dict[float, bool] | None = None
 
     @staticmethod
     def from_array(arr: Any, shape: Shape) -> "Literal":
@@ -512,6 +515,15 @@ class Literal:
 
     def is_scalar_value(self, x: float) -> bool:
         """True if every element equals ``x`` (e.g. a zero or one constant)."""
+        memo = self._all_equal
+        if memo is None:
+            memo = self._all_equal = {}
+        got = memo.get(x)
+        if got is None:
+            got = memo[x] = self._is_scalar_value(x)
+        return got
+
+    def _is_scalar_value(self, x: float) -> bool:
         try:
             v = self.value
         except (LiteralError, ValueError):

@@ -20,9 +20,11 @@ import itertools
 import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from . import attrs as _attrs
 from .shape import Shape
 
 _ids = itertools.count(1)
+_parse_int_list = _attrs.parse_int_list
 
 #: The change journal's clock (:mod:`hlorun.ir.changes`).  Every mutation
 #: through the methods below stamps the instructions whose state it changes,
@@ -257,8 +259,7 @@ class Instruction:
         v = self.attrs.get("custom_call_target")
         if v is None:
             return None
-        from .attrs import unquote
-        return unquote(v)
+        return _attrs.unquote(v)
 
     @property
     def fusion_kind(self) -> str | None:
@@ -266,9 +267,8 @@ class Instruction:
 
     @property
     def metadata(self) -> dict[str, Any]:
-        from .attrs import parse_metadata
         text = self.attrs.get("metadata")
-        return parse_metadata(text) if text else {}
+        return _attrs.parse_metadata(text) if text else {}
 
     @property
     def op_name(self) -> str | None:
@@ -277,21 +277,18 @@ class Instruction:
     @property
     def backend_config(self) -> Any:
         """The backend config as parsed JSON (dict), or None."""
-        from .attrs import parse_backend_config
         text = self.attrs.get("backend_config")
-        return parse_backend_config(text) if text else None
+        return _attrs.parse_backend_config(text) if text else None
 
     def set_backend_config(self, config: Any) -> None:
-        from .attrs import format_backend_config
         if config is None:
             self.attrs.pop("backend_config", None)
         else:
-            self.attrs["backend_config"] = format_backend_config(config)
+            self.attrs["backend_config"] = _attrs.format_backend_config(config)
 
     def int_list(self, key: str) -> tuple[int, ...]:
-        from .attrs import parse_int_list
         v = self.attrs.get(key)
-        return parse_int_list(v) if v is not None else ()
+        return _parse_int_list(v) if v is not None else ()
 
     def set_int_list(self, key: str, values: Iterable[int]) -> None:
         self.attrs[key] = "{" + ",".join(str(int(v)) for v in values) + "}"
@@ -736,12 +733,11 @@ class Module:
         text = self.header_attrs.get("entry_computation_layout")
         if text is None:
             return None
-        from .attrs import parse_computation_layout
-        return parse_computation_layout(text)
+        return _attrs.parse_computation_layout(text)
 
     def set_entry_computation_layout(self, params: Sequence[Shape], result: Shape) -> None:
-        from .attrs import format_computation_layout
-        self.header_attrs["entry_computation_layout"] = format_computation_layout(params, result)
+        self.header_attrs["entry_computation_layout"] = _attrs.format_computation_layout(params,
+                                                                                        result)
 
 
 class _Names:

@@ -108,39 +108,48 @@ class DfsRewriteVisitor:
 
     def _dfs(self, root: Instruction) -> None:
         state = self._state
+        get = state.get
         cls = type(self)
         handlers = _HANDLERS.setdefault(cls, {})
+        # the base class's should_process accepts everything: skip the call
+        should = None if cls.should_process is DfsRewriteVisitor.should_process \
+            else self.should_process
+        visiting, visited = _VISITING, _VISITED
         stack = [root]
+        push = stack.append
+        pop = stack.pop
         while stack:
             cur = stack[-1]
-            st = state.get(cur)
-            if st == _VISITED or cur.parent is None:
-                stack.pop()
+            st = get(cur)
+            if st == visited or cur.parent is None:
+                pop()
                 continue
-            if st == _VISITING:
-                stack.pop()
-                if self.should_process(cur):
+            if st == visiting:
+                pop()
+                if should is None or should(cur):
                     op = cur.opcode
                     fn = handlers.get(op)
                     if fn is None:
                         fn = handlers[op] = _class_handler(cls, op)
                     fn(self, cur)
-                state[cur] = _VISITED
+                state[cur] = visited
                 continue
-            state[cur] = _VISITING
+            state[cur] = visiting
             mark = len(stack)
             for op in cur.operands:
-                s = state.get(op)
-                if s == _VISITING:
+                s = get(op)
+                if s == visiting:
                     raise ValueError(f"cycle through {op.name} and {cur.name}")
-                if s != _VISITED:
-                    stack.append(op)
-            for op in cur.control_predecessors:
-                if state.get(op) != _VISITED:
-                    stack.append(op)
+                if s != visited:
+                    push(op)
+            if cur.control_predecessors:
+                for op in cur.control_predecessors:
+                    if get(op) != visited:
+                        push(op)
             # XLA reverses what it pushed: the first operand is expanded first,
             # as a recursive walk would.
-            stack[mark:] = stack[mark:][::-1]
+            if len(stack) - mark > 1:
+                stack[mark:] = stack[mark:][::-1]
 
     # -- rewriting ---------------------------------------------------------------------
     def replace_instruction(self, old: Instruction, new: Instruction) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..attrs import parse_int_list
 from ..shape import (PRIMITIVE_TYPES, UNBOUNDED_SIZE, Shape, bit_width, default_layout,
                      intern, is_array_type)
 
@@ -173,7 +174,6 @@ def dynamic_flags(s: Shape) -> list[bool]:
 def ints(attrs: dict[str, Any], key: str,
          default: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """An int-list attribute (``{1,2}``), or ``default`` when absent."""
-    from ..attrs import parse_int_list
     v = attrs.get(key)
     if v is None:
         if default is None:

@@ -31,6 +31,7 @@ from ...ir.attrs import format_int_list
 from ...ir.module import Computation, Instruction
 from ...ir.shape import (Shape, delete_dimensions, dimensions_unmodified_by_reshape,
                          is_floating, reshape_is_bitcast)
+from ..dfs_rewrite import add_instruction
 
 if TYPE_CHECKING:
     from .visitor import AlgsimpVisitor
@@ -100,7 +101,6 @@ def handle_reduce(v: "AlgsimpVisitor", reduce: Instruction) -> None:
         return
     if v.layout_sensitive:
         return
-    from ..dfs_rewrite import add_instruction
     if is_floating(shape.element_type) and arg.opcode == "negate" and _is_zero(init) \
             and _reducer_kind(to_apply) == "add":
         inner = add_instruction(reduce.parent, _reduce(v, shape, arg.operands[0], init, dims,
