@@ -75,6 +75,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+import weakref
 from itertools import chain, compress, repeat
 from operator import attrgetter, ge, ne
 from typing import Hashable, Iterable
@@ -104,6 +105,8 @@ _PARAMS = attrgetter("parameters")
 (ROW_NAME, ROW_OPCODE, ROW_SHAPE, ROW_PARAMETER_NUMBER, ROW_LITERAL, ROW_PARENT,
  ROW_CONTAINER, ROW_ATTRS, ROW_OPERANDS, ROW_USERS, ROW_CPRED) = range(11)
 _NO_ROW = (None, None, ())
+#: every live tracker (a scan hands pre-images to all of them)
+_TRACKERS: "weakref.WeakSet[ModuleTracker]" = weakref.WeakSet()
 
 
 class Changes:
@@ -198,7 +201,11 @@ class ModuleTracker:
         self.scans = 0
         self._module: Module | None = None
         self._token: Hashable | None = None
-        self._rows: dict[Instruction, tuple] = {}
+        #: instruction -> the computation whose sequence held it at the last scan
+        self._where: dict[Instruction, Computation] = {}
+        #: pre-images (:func:`hlorun.ir.module.pre_image`) of instructions
+        #: changed since the last scan, handed over by other trackers' scans
+        self._pre: dict[Instruction, tuple] = {}
         self._comp_rows: dict[Computation, tuple] = {}
         self._header: tuple | None = None
         self._order: tuple = ()
@@ -207,6 +214,8 @@ class ModuleTracker:
         #: _log[k] is the change from generation _base + k to _base + k + 1
         self._log: list[Changes] = []
         self._base = 0
+        #: every row as of the last scan (``verify`` only)
+        self._check: dict[Instruction, tuple] | None = None
         #: How many steps of the change log are kept (consumers asking for
         #: changes since an older generation get ``Changes(full=True)``).
         self.keep = 8
@@ -215,6 +224,7 @@ class ModuleTracker:
         #: with an int ``gen`` (the generation it is up to date with) keeps
         #: the change log from that generation on.
         self.cache: dict = {}
+        _TRACKERS.add(self)
 
     @property
     def module(self) -> Module | None:
@@ -223,13 +233,16 @@ class ModuleTracker:
     def row(self, instr: Instruction) -> tuple | None:
         """``instr``'s row as of the last scan (None if it was not in the
         module then)."""
-        return self._rows.get(instr)
+        c = self._where.get(instr)
+        if c is None:
+            return None
+        p = self._pre.get(instr) or _ir.PENDING.get(instr) or _ir.pre_image(instr)
+        return p[:ROW_CONTAINER] + (c,) + p[ROW_CONTAINER:]
 
     def container(self, instr: Instruction) -> Computation | None:
         """The computation whose instruction set held ``instr`` at the last
         scan (``instr.parent`` unless something broke the IR)."""
-        r = self._rows.get(instr)
-        return r[ROW_CONTAINER] if r is not None else None
+        return self._where.get(instr)
 
     # -- scanning ----------------------------------------------------------------
     def scan(self, module: Module, token: Hashable | None = None) -> int:
@@ -239,15 +252,17 @@ class ModuleTracker:
         if token is not None and module is self._module and token == self._token:
             return self.gen
         t = time.process_time()
-        # The rows are hundreds of thousands of small containers that live
-        # until the next scan: keep the cyclic GC from walking them while
-        # they are built (they hold no cycles).
+        # The pre-images are small containers that live until the next
+        # scan: keep the cyclic GC from walking them (they hold no cycles).
         enabled = gc.isenabled()
         gc.disable()
         try:
-            self._scan(module)
+            prev = self._check if self.verify and module is self._module else None
+            ch = self._scan(module)
             if self.verify:
-                self._verify(module)
+                self._verify(module, prev, ch)
+            else:
+                self._check = None
         finally:
             if enabled:
                 gc.enable()
@@ -256,21 +271,36 @@ class ModuleTracker:
         self.seconds += time.process_time() - t
         return self.gen
 
-    def _rows_of(self, instrs: list[Instruction], containers: Iterable[Computation]) -> list:
+    @staticmethod
+    def _rows_of(instrs: list[Instruction], containers: Iterable[Computation]) -> list:
         """The rows of ``instrs`` (in ``containers``), read afresh."""
         return list(zip(*[map(f, instrs) for f in _FIELDS], containers,
                         map(dict.copy, map(_ATTRS, instrs)), map(tuple, map(_OPERANDS, instrs)),
                         map(tuple, map(_USERS, instrs)), map(tuple, map(_CPRED, instrs))))
 
-    def _full_rows(self, comps: list[Computation]) -> tuple[list, list, list]:
-        """(instructions, rows, computation rows) of all of ``comps``."""
-        seqs = list(map(tuple, map(_INSTRS, comps)))
-        instrs = list(chain.from_iterable(seqs))
-        rows = self._rows_of(instrs, chain.from_iterable(map(repeat, comps, map(len, seqs))))
-        comp_rows = list(zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)), seqs))
-        return instrs, rows, comp_rows
+    def _drain(self) -> None:
+        """Hand the pre-images recorded since the last scan (of any
+        tracker) to every tracker that followed their instructions then,
+        and start a new interval."""
+        pend = _ir.PENDING
+        if pend:
+            _ir.PENDING = {}
+            for t in list(_TRACKERS):
+                where = t._where
+                if not where:
+                    continue
+                mine = t._pre
+                if not mine:
+                    t._pre = {i: r for i, r in pend.items() if i in where}
+                else:
+                    setdefault = mine.setdefault  # an older pre-image wins
+                    for i, r in pend.items():
+                        if i in where:
+                            setdefault(i, r)
+        _ir.EPOCH[0] += 1
+        _ir.SINCE[0] = _ir.EPOCH[0]
 
-    def _scan(self, module: Module) -> None:
+    def _scan(self, module: Module) -> Changes:
         comps = module.computations
         sf = module.stack_frames
         header = (module.name, module.is_scheduled, tuple(module.header_attrs.items()),
@@ -280,25 +310,28 @@ class ModuleTracker:
         order = tuple(comps)
         since = self._since
         # Stamps from now on are newer than this scan.
-        _ir.EPOCH[0] += 1
+        self._drain()
         self._since = _ir.EPOCH[0]
+        pre, self._pre = self._pre, {}
         if module is not self._module:
-            instrs, rows, crows = self._full_rows(comps)
+            seqs = list(map(tuple, map(_INSTRS, comps)))
+            instrs = list(chain.from_iterable(seqs))
             _adopt(instrs)
             self.cache.clear()
             self._module = module
-            self._rows = dict(zip(instrs, rows))
-            self._comp_rows = dict(zip(comps, crows))
+            self._where = dict(zip(instrs, chain.from_iterable(
+                map(repeat, comps, map(len, seqs)))))
+            self._comp_rows = dict(zip(comps, zip(map(_COMP, comps),
+                                                  map(tuple, map(_PARAMS, comps)), seqs)))
             self._header = header
             self._order = order
             self._log = []
             self.gen += 1
             self._base = self.gen
-            return
+            return Changes(full=True)
         old_comp_rows = self._comp_rows
         cget = old_comp_rows.get
-        old = self._rows
-        get = old.get
+        where = self._where
         # Re-read the instructions stamped since the last scan, in the
         # computations stamped since (all of a new computation's).
         dirty = [c for c in comps if c.stamp >= since or c not in old_comp_rows]
@@ -322,29 +355,37 @@ class ModuleTracker:
             comp_rows) or order != self._order else ()
         for c in gone_comps:
             gone.update(old_comp_rows[c][2])
-        rows = self._rows_of(instrs, containers)
         _adopt(instrs)
-        new_rows = dict(zip(instrs, rows))
         ch = Changes()
-        changed = list(compress(instrs, map(ne, map(get, instrs), rows)))
-        if changed:
-            changed = [i for i in changed if not _same_constant(get(i), new_rows[i])]
-        removed = [i for i in gone if i not in new_rows and i in old]
+        old_rows = ch.old_rows
+        changed: list[Instruction] = []
+        wget = where.get
+        pget = pre.get
+        for i, c in zip(instrs, containers):
+            c0 = wget(i)
+            if c0 is None:  # added
+                changed.append(i)
+                continue
+            p = pget(i)
+            if p is None:  # no change recorded since the last scan
+                if c0 is c:
+                    continue
+                p = _ir.pre_image(i)
+            old = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
+            q = _ir.pre_image(i)
+            new = q[:ROW_CONTAINER] + (c,) + q[ROW_CONTAINER:]
+            if old != new and not _same_constant(old, new):
+                changed.append(i)
+                old_rows[i] = old
+        present = set(instrs)
+        removed = [i for i in gone if i not in present and i in where]
         ch.instructions = set(changed)
         ch.removed = set(removed)
-        old_rows = ch.old_rows
-        for i in changed:
-            r = get(i)
-            if r is not None:
-                old_rows[i] = r
         for i in removed:
-            r = old_rows[i] = old[i]
-            ch._containers[i] = r[ROW_CONTAINER]
-        # Keep the rows of the untouched computations; replace the rest.
-        for i in removed:
-            del old[i]
-        old.update(new_rows)
-        new_rows = old
+            p = pget(i) or _ir.pre_image(i)
+            c0 = ch._containers[i] = where.pop(i)
+            old_rows[i] = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
+        where.update(zip(instrs, containers))
         ch.computations = {c for c, r in comp_rows.items() if cget(c) != r}
         ch.removed_computations = set(gone_comps)
         ch.header = header != self._header
@@ -353,15 +394,15 @@ class ModuleTracker:
                 or any(c not in self._comp_rows for c in ch.computations):
             ch.calls = True
         else:
+            oget = old_rows.get
             for i in changed:
-                r = get(i)
-                if _has_calls(new_rows[i][ROW_ATTRS]) or (r is not None
-                                                          and _has_calls(r[ROW_ATTRS])):
+                r = oget(i)
+                if _has_calls(i.attrs) or (r is not None and _has_calls(r[ROW_ATTRS])):
                     ch.calls = True
                     break
             else:
                 ch.calls = any(_has_calls(old_rows[i][ROW_ATTRS]) for i in removed)
-        self._rows, self._comp_rows, self._header = new_rows, comp_rows, header
+        self._comp_rows, self._header = comp_rows, header
         self._order = order
         if ch:
             self._log.append(ch)
@@ -377,15 +418,36 @@ class ModuleTracker:
             if drop > 0:
                 del self._log[:drop]
                 self._base += drop
+        return ch
 
-    def _verify(self, module: Module) -> None:
-        """Raise if the rows kept for unstamped computations differ from the
-        module (a change the journal did not see)."""
+    def _full_rows(self, module: Module) -> dict[Instruction, tuple]:
         comps = module.computations
-        instrs, rows, crows = self._full_rows(comps)
-        missed = [i for i, r in zip(instrs, rows)
-                  if self._rows.get(i) != r and not _same_constant(self._rows.get(i), r)]
-        extra = self._rows.keys() - set(instrs)
+        seqs = list(map(tuple, map(_INSTRS, comps)))
+        instrs = list(chain.from_iterable(seqs))
+        return dict(zip(instrs, self._rows_of(
+            instrs, chain.from_iterable(map(repeat, comps, map(len, seqs))))))
+
+    def _verify(self, module: Module, prev: dict | None, ch: Changes) -> None:
+        """Raise unless this scan's changes are those of a full re-read:
+        the rows now against the rows of the previous scan (``prev``, kept
+        while ``verify`` is on), and the tracker's view of the module."""
+        rows = self._check = self._full_rows(module)
+        missed: list[Instruction] = []
+        extra: list[Instruction] = []
+        if prev is not None and not ch.full:
+            get = prev.get
+            ref = {i for i, r in rows.items()
+                   if get(i) != r and not _same_constant(get(i), r)}
+            missed = [i for i in rows if (i in ref) != (i in ch.instructions)
+                      or (i in ch.old_rows and ch.old_rows[i] != get(i))]
+            gone = prev.keys() - rows.keys()
+            extra = [i for i in prev if (i in gone) != (i in ch.removed)
+                     or (i in gone and ch.old_rows.get(i) != prev[i])]
+        missed += [i for i, r in rows.items() if self._where.get(i) is not r[ROW_CONTAINER]]
+        extra += [i for i in self._where if i not in rows]
+        comps = module.computations
+        crows = list(zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
+                         map(tuple, map(_INSTRS, comps))))
         bad_comps = [c.name for c, r in zip(comps, crows) if self._comp_rows.get(c) != r]
         if missed or extra or bad_comps:
             names = ", ".join(f"{i.name} ({i.parent.name if i.parent else None})"
@@ -403,7 +465,7 @@ class ModuleTracker:
         out = Changes()
         for ch in self._log[gen - self._base:]:
             out.merge(ch)
-        live = self._rows
+        live = self._where
         comps = self._comp_rows
         gone = {i for i in out.instructions if i not in live}
         back = {i for i in out.removed if i in live}
@@ -418,15 +480,15 @@ class ModuleTracker:
     def touched(self, changes: Changes) -> set[Computation]:
         """Computations that contain or contained a changed or removed
         instruction, or changed themselves (``changes`` from this tracker)."""
-        rows = self._rows
+        where = self._where
         out = set(changes.computations)
-        out.update(rows[i][ROW_CONTAINER] for i in changes.instructions if i in rows)
+        out.update(where[i] for i in changes.instructions if i in where)
         out.update(changes._containers.values())
         return out
 
     def instructions(self) -> Iterable[Instruction]:
         """The instructions of the last scan."""
-        return self._rows.keys()
+        return self._where.keys()
 
 
 __all__ = ["Changes", "ModuleTracker"]

@@ -1,5 +1,7 @@
 """The change journal's hooks on scanned instructions (see
-:mod:`hlorun.ir.changes`).
+:mod:`hlorun.ir.changes`).  Every hook also records the instruction's
+pre-image (:func:`hlorun.ir.module.pre_image`) at its first change since
+the last scan, so trackers keep no copy of the module.
 
 A :class:`~hlorun.ir.changes.ModuleTracker` scan re-reads only what was
 stamped since its previous scan.  The IR's mutation methods stamp
@@ -32,6 +34,8 @@ class TrackedInstruction(Instruction):
     def __setattr__(self, key: str, value: Any) -> None:
         p = self.parent
         e = _ir.EPOCH[0]
+        if self.stamp < _SINCE[0]:  # its first change since the last scan
+            _ir.PENDING[self] = _pre_image(self)
         if p is not None:
             p.stamp = e
         _set_slot(self, "stamp", e)
@@ -49,6 +53,8 @@ class TrackedInstruction(Instruction):
 
 
 _EPOCH = _ir.EPOCH
+_SINCE = _ir.SINCE
+_pre_image = _ir.pre_image
 _put_stamp = Instruction.stamp.__set__  # type: ignore[attr-defined]
 
 
@@ -62,6 +68,8 @@ def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
         def hook(self, *args, **kw):
             o = self.owner
             if o is not None:
+                if o.stamp < _SINCE[0]:  # the owner's first change since the last scan
+                    _ir.PENDING[o] = _pre_image(o)
                 e = _EPOCH[0]
                 _put_stamp(o, e)
                 p = o.parent

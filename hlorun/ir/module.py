@@ -34,13 +34,31 @@ _parse_int_list = _attrs.parse_int_list
 #: Direct slot writes and in-place edits of the containers of scanned
 #: instructions are stamped by the tracker's hooks (see there).
 EPOCH = [1]
+#: ``EPOCH[0]`` at the last scan of any tracker.  A scanned instruction
+#: stamped before it is unchanged since: its first change after it records
+#: its pre-image (:func:`pre_image`) in :data:`PENDING`, which the next scan
+#: hands to the trackers (copy on write: trackers keep no rows of their
+#: own).  ``PENDING`` is replaced by each scan: look it up as
+#: ``module.PENDING`` at the time of use.
+SINCE = [0]
+PENDING: dict = {}
+
+
+def pre_image(i: "Instruction") -> tuple:
+    """What a tracker records of ``i`` (its row without the container)."""
+    return (i.name, i.opcode, i.shape, i.parameter_number, i.literal, i.parent, dict(i.attrs),
+            tuple(i.operands), tuple(i._users), tuple(i.control_predecessors))
 
 
 def stamp(*instrs: "Instruction") -> None:
     """Record that ``instrs`` changed (their own and their computations'
-    stamps)."""
+    stamps; a scanned instruction's first change since the last scan
+    records its pre-image first)."""
     e = EPOCH[0]
+    s = SINCE[0]
     for i in instrs:
+        if i.stamp < s and i.__class__ is not Instruction:
+            PENDING[i] = pre_image(i)
         _set_stamp(i, e)
         p = i.parent
         if p is not None:

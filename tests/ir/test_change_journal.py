@@ -113,7 +113,11 @@ def test_a_change_that_bypasses_the_hooks_is_caught_by_verify():
     list.__setitem__(i.operands, 0, _other_param(i))  # no hook: nothing stamped
     tracker.scan(m)
     assert tracker.gen == g  # missed: only stamped computations are re-read
-    tracker.verify = True
+    m = cnn()
+    i = _reducer_add(m)
+    tracker = ModuleTracker(verify=True)  # keeps every row to compare with
+    tracker.scan(m)
+    list.__setitem__(i.operands, 0, _other_param(i))
     with pytest.raises(AssertionError, match="missed 1 changed"):
         tracker.scan(m)
 
