@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import edit
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode, module_has_opcode
 from ..ir.opcode import ELEMENTWISE_BINARY as _BINARY, ELEMENTWISE_UNARY as _UNARY
 from ..ir.shape import Shape
 
@@ -68,6 +68,12 @@ def _class_handler(cls: type, opcode: str):
 class DfsRewriteVisitor:
     """Subclass, add ``handle_*`` methods, call :meth:`run_on_module`."""
 
+    #: The only opcodes whose handlers can change anything (every other
+    #: opcode's handler and ``default_action`` do nothing), or None.  With
+    #: it, computations (and modules) without such an instruction are not
+    #: walked: nothing there could change.
+    only_opcodes: frozenset[str] | None = None
+
     def __init__(self) -> None:
         self.changed = False
         self._state: dict[Instruction, int] = {}
@@ -93,7 +99,12 @@ class DfsRewriteVisitor:
 
     # -- walking ----------------------------------------------------------------------
     def run_on_module(self, module: Module) -> bool:
+        ops = self.only_opcodes
+        if ops is not None and not module_has_opcode(module, ops):
+            return self.changed
         for comp in nonfusion_computations(module):
+            if ops is not None and not has_opcode(comp, ops):
+                continue
             self.run_on_computation(comp)
         return self.changed
 

@@ -29,6 +29,8 @@ def _with_new_minor(shape: Shape, dims: list[int]) -> Shape:
 
 
 class _Visitor(DfsRewriteVisitor):
+    only_opcodes = frozenset({"dot"})
+
     def __init__(self, owner: "GemvRewriter"):
         super().__init__()
         self.owner = owner

@@ -89,6 +89,16 @@ class _Visitor(DfsRewriteVisitor):
                 return True
         return False
 
+    def run_on_computation(self, comp) -> None:
+        # Handlers only run on instructions should_process accepts; where it
+        # accepts none, the walk would change nothing (and so none becomes
+        # acceptable during it): skip the walk.
+        sp = self.should_process
+        for i in comp._instructions:
+            if sp(i):
+                super().run_on_computation(comp)
+                return
+
     def normalized_input(self, hlo: Instruction) -> Instruction:
         if has_default_layout(hlo):
             return hlo

@@ -70,6 +70,8 @@ def _new_reduce(reduce: Instruction, shape: Shape, inputs, inits, dims) -> Instr
 
 
 class _Visitor(DfsRewriteVisitor):
+    only_opcodes = frozenset({"reduce"})  # the subclasses handle reduces only
+
     def __init__(self, owner: Pass):
         super().__init__()
         self.owner = owner

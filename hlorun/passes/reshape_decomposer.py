@@ -28,6 +28,8 @@ from .dfs_rewrite import DfsRewriteVisitor, make_bitcast, make_copy
 
 
 class _Visitor(DfsRewriteVisitor):
+    only_opcodes = frozenset({"reshape"})
+
     def __init__(self, owner: "ReshapeDecomposer"):
         super().__init__()
         self.owner = owner
