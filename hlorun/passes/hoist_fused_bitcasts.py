@@ -8,22 +8,23 @@ parameters and result have the shapes the dot reads and writes:
 1. **Root.**  The shape the fusion's root would have if every bitcast /
    reshape between the dot and the root were gone is computed by walking the
    dot's users downward (elementwise ops keep the shape, a bitcast/reshape
-   takes its operand's, a broadcast or transpose keeps its own shape, any
-   other op stops the walk).  When it differs from the root's shape, the
+   takes its operand's, a broadcast or transpose the shape it gets when the
+   bitcast moves below it (its own when it cannot), any other op stops the
+   walk).  When it differs from the root's shape, the
    root gets a bitcast to it, and each caller's result is bitcast back to
    the old shape outside.
 2. **Upward.**  Then every bitcast/reshape inside (consumers first) whose
    transitive producers are used only on the way to it (a closed set), of
    the same element type as its operand, is removed: its producers take new
    shapes (elementwise ops the same as their user's, parameters a bitcast in
-   every caller), a nested bitcast/reshape stops the propagation (it is
-   hoisted on its own turn).  A plan that meets any other op is dropped and
-   the bitcast stays.
+   every caller, broadcasts and transposes new dimensions and an operand
+   shape, :mod:`.bitcast_utils`), a nested bitcast/reshape stops the
+   propagation (it is hoisted on its own turn).  A plan that meets any other
+   op, or a broadcast/transpose the bitcast cannot cross, is dropped and the
+   bitcast stays.
 
-Not done (XLA does them): hoisting *through* broadcasts and transposes (XLA's
-``CalculateBitcastOfBroadcast`` / ``CalculateBitcastOfTranspose``) and
-re-shaping constants: a plan that would have to is dropped, as XLA drops one
-it cannot compute, so the bitcast stays inside the fusion.
+Not done (XLA does it): re-shaping a constant on the way; such a plan is
+dropped.
 
 XLA runs it in "hlo normalization" right after the GEMM fusion rewriter.
 It is not in hlorun's gpu-cuda pipeline yet.  With it there,
@@ -35,6 +36,11 @@ kernels; but the transformers then lose kind matches (1568 -> 1542 of
 1602), because the config-assigner model turns split-K epilogues and loop
 transposes XLA keeps on the native loop emitter into ``__triton`` fusions:
 the slices that matched XLA's ``kLoop`` kernels by count before hid that.
+A second blocker: once a root bitcast crosses a broadcast (a scalar
+epilogue multiply), the fusion's root keeps the dot's non-descending layout,
+and the autotuner's cuBLAS fission then leaves an elementwise epilogue whose
+operands have different layouts (embed_xent_train_bf16 fails the verifier
+after the autotuner's layout normalization); XLA's fission handles it.
 Postcondition: no GEMM fusion has a parameter whose only user is a bitcast
 or reshape that could be hoisted as above.
 """
@@ -48,6 +54,8 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import is_elementwise
 from ..ir.shape import Shape
 from .base import Pass
+from .bitcast_utils import (BitcastRefused, bitcast_of_broadcast, bitcast_of_transpose,
+                            broadcast_of_bitcast, transpose_of_bitcast)
 from .dfs_rewrite import nonfusion_computations
 
 _BITCASTS = ("bitcast", "reshape")
@@ -104,7 +112,11 @@ def _root_shape(dot: Instruction) -> Shape:
         if shape is None:
             continue
         if instr.opcode in ("broadcast", "transpose"):
-            result = instr.shape  # what XLA keeps when it cannot move the bitcast through
+            move = broadcast_of_bitcast if instr.opcode == "broadcast" else transpose_of_bitcast
+            try:
+                result = move(instr, shape)[0]
+            except BitcastRefused:
+                result = instr.shape  # XLA keeps the op's shape when the bitcast cannot pass
         elif instr.opcode in _BITCASTS or is_elementwise(instr.opcode):
             result = shape
         else:
@@ -166,7 +178,13 @@ def _plan(bitcast: Instruction, order: list[Instruction]) -> list[tuple[Instruct
         if op == "constant":
             raise _Refused(f"re-shaping constant {instr.name} is not implemented")
         if op in ("broadcast", "transpose"):
-            raise _Refused(f"hoisting through {op} {instr.name} is not implemented")
+            move = bitcast_of_broadcast if op == "broadcast" else bitcast_of_transpose
+            try:
+                operand_shape, _ = move(instr, new)
+            except BitcastRefused as e:
+                raise _Refused(str(e)) from None
+            set_result_shape(instr.operands, operand_shape)
+            continue
         if not is_elementwise(op):
             raise _Refused(f"cannot hoist bitcast past {instr.name}")
         set_result_shape(instr.operands, new)
@@ -186,6 +204,9 @@ def _hoist(bitcast: Instruction, callers: list[Instruction], order: list[Instruc
                 arg = caller.operands[n]
                 new = caller.parent.add_instruction(Instruction("bitcast", shape, [arg]), "bitcast")
                 caller.set_operand(n, new)
+        elif instr.opcode in ("broadcast", "transpose"):
+            move = bitcast_of_broadcast if instr.opcode == "broadcast" else bitcast_of_transpose
+            instr.set_int_list("dimensions", move(instr, shape)[1])
         instr.shape = shape
     comp = bitcast.parent
     src = bitcast.operands[0]
