@@ -120,7 +120,10 @@ class HloDCE(Pass):
 
     def _remove_dead_roots(self, comp: Computation, call_graph: CallGraph | None,
                            effects: SideEffects) -> bool:
-        dead = [i for i in comp._instructions if self._can_remove(i, call_graph, effects)]
+        root = comp.root
+        # (_can_remove starts with is_dead: test that inline first)
+        dead = [i for i in comp._instructions if not i._users and i is not root
+                and self._can_remove(i, call_graph, effects)]
         changed = False
         for instr in dead:
             if instr.parent is not comp:

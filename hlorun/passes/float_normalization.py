@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, calls_something
 from .base import Pass, Target
 from .dfs_rewrite import add_instruction
 
@@ -199,6 +199,12 @@ class FloatNormalization(Pass):
         if hlo.opcode in _SKIP or hlo.shape.is_tuple:
             return False
         s, low, high = self._support, self.low_precision_type, self.high_precision_type
+        if hlo.shape.element_type != low and not (hlo.attrs and calls_something(hlo)):
+            for o in hlo.operands:
+                if o.shape.element_type == low or o.shape.is_tuple:
+                    break
+            else:
+                return False  # nothing in low precision: nothing below would change
         hi = sum(_count(o.shape, high) for o in hlo.operands) + _count(hlo.shape, high)
         lo = sum(_count(o.shape, low) for o in hlo.operands) + _count(hlo.shape, low)
         low_comps: list[Computation] = []
