@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
-from ...ir.shape import Shape, reshape_is_bitcast, transpose_is_bitcast
+from ...ir.shape import Shape, bit_width, reshape_is_bitcast, transpose_is_bitcast
 from .transpose_emitter import tiled_transpose_description
 
 WARP_SIZE = 32
@@ -99,15 +99,20 @@ def is_fusible(instr: Instruction) -> bool:
     if op in ELEMENTWISE:
         return True
     if op == "bitcast":
-        return instr.shape.element_type == instr.operands[0].shape.element_type
+        return is_fusible_bitcast(instr)
     if op == "fusion":
         return is_generic_triton_fusion(instr) or instr.fusion_kind != "kCustom"
     return op in _FUSIBLE_NON_ELEMENTWISE
 
 
 def is_fusible_bitcast(instr: Instruction) -> bool:
-    return instr.opcode == "bitcast" and \
-        instr.shape.element_type == instr.operands[0].shape.element_type
+    """``IsFusibleBitcast``: a bitcast that keeps the bit width
+    (``hlo_instruction_utils::KeepsBitwidth``: f32 <-> s32 or bf16 <-> f16
+    reinterpretations are fusible, s8 -> s16 packing is not)."""
+    if instr.opcode != "bitcast":
+        return False
+    t, u = instr.shape.element_type, instr.operands[0].shape.element_type
+    return t == u or bit_width(t) == bit_width(u)
 
 
 # ---------------------------------------------------------------------------
