@@ -12,9 +12,12 @@ What a rule on instruction ``x`` reads, and so when it is run again:
 
 * ``x`` itself (the tracker's row: name, opcode, shape, attributes,
   operands, users, control predecessors, computation);
-* its operands, users and control predecessors/successors (shapes,
-  opcodes, computations, user lists): rerun for every neighbour, old and
-  new, of a changed or removed instruction;
+* its operands' and control predecessors' own fields (shapes, opcodes,
+  computations) and whether its operands list it as a user: every user
+  and control successor, old and new, of a removed instruction or of one
+  whose own fields changed is rerun; of one whose links alone changed,
+  the users that joined or left (no rule reads an instruction's users
+  but asynchronous ones, which watch them);
 * links that only one side records (an operand that does not list ``x``
   as a user, a user that does not have ``x`` as an operand, a control
   predecessor): ``x`` *watches* what it reads through them (the operands
@@ -26,9 +29,11 @@ What a rule on instruction ``x`` reads, and so when it is run again:
 * the call graph (callers of a fused computation, whether its computation
   is fused or asynchronous): rebuilt when the call graph may have changed,
   and every instruction of a computation whose role changed is rerun;
-* its computation's own fields (name, thread, ENTRY, root): all its
+* its computation's own fields (thread, ENTRY, root): all its
   instructions are rerun when one changes (the old and new root when the
-  root moves);
+  root moves); no rule reads a computation's name, but messages print it:
+  a rename reruns the instructions with findings and watchers that may
+  print it;
 * asynchronous chains (start/update/done walk each other and read what the
   start calls): every asynchronous instruction of the module is rerun when
   one of them or a neighbour changes, or a computation one of them called;
@@ -46,112 +51,16 @@ run's.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from itertools import chain
-from operator import attrgetter
 from typing import Any, Iterable, Iterator
 
-from ..ir.changes import (ROW_CPRED, ROW_OPCODE, ROW_OPERANDS, ROW_USERS, Changes,
-                          ModuleTracker)
+from ..ir.changes import ROW_OPCODE, ROW_USERS, Changes, ModuleTracker
 from ..ir.module import Computation, Instruction, Module
-from ..ir.opcode import split_async_sugar
 from . import module_rules
-from .module import (Context, Finding, _computation, _has_buffer, _instruction, buffer_rules,
+from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, _State, _comp_info, _fields_changed,
+                                _is_asyncish, _names, _renamed, _set_watch, _unwatch)
+from .module import (Finding, _computation, _has_buffer, _instruction, buffer_rules,
                      call_list, context_from, deadlock_rules, reads_users)
-
-_CHANNEL_OPS = frozenset({"send", "recv", "send-done", "recv-done"})
-_ALL_REDUCE = frozenset({"all-reduce", "all-reduce-start"})
-_GENERIC_ASYNC = frozenset({"async-start", "async-update", "async-done"})
-
-
-@lru_cache(maxsize=None)
-def _is_asyncish(op: str) -> bool:
-    return op in _GENERIC_ASYNC or split_async_sugar(op) is not None
-
-
-def _comp_info(c: Computation) -> tuple:
-    return (c.name, c.is_entry, c.execution_thread, c.module, c.root)
-
-
-class _State:
-    """The findings of the last run, split so that parts can be redone."""
-
-    def __init__(self, module: Module, gen: int) -> None:
-        self.module = module
-        self.gen = gen
-        self.ctx = Context()
-        #: computation -> its call_list (the context is rebuilt from these)
-        self.calls: dict[Computation, list] = {}
-        self.comp_info: dict[Computation, tuple] = {}
-        self.comp_f: dict[Computation, list[Finding]] = {}
-        self.dup_f: dict[Computation, dict[Instruction, Finding]] = {}
-        self.inst_f: dict[Instruction, list[Finding]] = {}
-        self.channel_instrs: set[Instruction] = set()
-        #: asynchronous instructions in the module, and every computation
-        #: one of them (ever) called
-        self.asyncish: set[Instruction] = set()
-        self.async_callees: set[Computation] = set()
-        self.all_reduces: set[Instruction] = set()
-        #: x -> instructions whose rules read x though x may not list them
-        #: as users (operands of instructions with findings: broken use-def
-        #: links; control predecessors)
-        self.watch: dict[Instruction, set[Instruction]] = {}
-        self.watching: dict[Instruction, tuple] = {}
-        self.has_buffer = False
-        #: rule results by content (:func:`hlorun.verifier.module._memo_key`)
-        self.memo: dict = {}
-        self.buffers_f: list[Finding] = []
-        self.channels_f: list[Finding] = []
-        self.lcar_f: list[Finding] = []
-
-
-def _set_watch(st: _State, y: Instruction, findings: bool) -> None:
-    """Record what ``y``'s rules read through links that may be one-sided:
-    its operands when it has findings (a use-def link may be broken), its
-    control predecessors, and its users when its rules read them (a user
-    may not list ``y`` as an operand)."""
-    old = st.watching.pop(y, None)
-    if old:
-        for x in old:
-            s = st.watch.get(x)
-            if s is not None:
-                s.discard(y)
-    targets = tuple(y.control_predecessors)
-    if findings:
-        targets += tuple(y.operands)
-    if reads_users(y.opcode):
-        targets += tuple(y._users)
-    if targets:
-        st.watching[y] = targets
-        for x in targets:
-            s = st.watch.get(x)
-            if s is None:
-                s = st.watch[x] = set()
-            s.add(y)
-
-
-def _unwatch(st: _State, y: Instruction) -> None:
-    for x in st.watching.pop(y, ()):
-        s = st.watch.get(x)
-        if s is not None:
-            s.discard(y)
-
-
-_NAME = attrgetter("name")
-
-
-def _names(comp: Computation) -> dict[Instruction, Finding]:
-    names_ = list(map(_NAME, comp._instructions))
-    if len(set(names_)) == len(names_):  # the usual case, checked in C
-        return {}
-    out: dict[Instruction, Finding] = {}
-    names: set[str] = set()
-    for instr in comp._instructions:
-        if instr.name in names:
-            out[instr] = (instr, comp, (f"HLO has name that is not unique within computation "
-                                        f"{comp.name}: {instr.name}"))
-        names.add(instr.name)
-    return out
 
 
 def _full(module: Module, opts: Any, gen: int) -> _State:
@@ -213,18 +122,26 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         ctx = old_ctx
     st.ctx = ctx
     redo: set[Instruction] = set(ch.instructions)
+    old_rows = ch.old_rows
+    container = tracker.container
     for i in ch.instructions:
-        redo.update(i.operands)
-        redo.update(i._users)
-        redo.update(i.control_predecessors)
-        redo.update(i.control_successors)
+        # Users read an operand's own fields and whether it lists them:
+        # all users are rerun when its fields changed, only those that
+        # joined or left when just its links did.  (No rule reads its
+        # users' state but asynchronous ones, which watch them.)
+        r = old_rows.get(i)
+        if r is None or _fields_changed(r, i, container(i)):
+            redo.update(i._users)
+            if r is not None:
+                redo.update(r[ROW_USERS])
+        elif r[ROW_USERS] != tuple(i._users):
+            redo.update(set(r[ROW_USERS]).symmetric_difference(i._users))
+        if i.control_successors:
+            redo.update(i.control_successors)
     for i in ch.removed:
         redo.update(i._users)
         redo.update(i.control_successors)
-    for r in ch.old_rows.values():  # former neighbours
-        redo.update(r[ROW_OPERANDS])
-        redo.update(r[ROW_USERS])
-        redo.update(r[ROW_CPRED])
+        redo.update(old_rows[i][ROW_USERS])
     watch = st.watch
     if watch:  # readers through links the users lists may not show
         for i in ch.instructions:
@@ -236,12 +153,14 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         info = _comp_info(c)
         old = st.comp_info.get(c)
         st.comp_info[c] = info
-        if old is None or old[:4] != info[:4]:
+        if old is not None and old[1:4] == info[1:4] and old[0] != info[0]:
+            # Renamed only: no rule reads a computation's name, but messages
+            # name it (its instructions', their users' and callers').
+            _renamed(st, c, redo)
+            if old[4] is not info[4]:
+                redo.update(r for r in (old[4], info[4]) if r is not None)
+        elif old is None or old[:4] != info[:4]:
             whole.add(c)
-            if old is not None and old[0] != info[0]:  # renamed: messages name it
-                for i in c._instructions:
-                    redo.update(i._users)
-                    redo.update(st.watch.get(i, ()))
         elif old[4] is not info[4]:
             for r in (old[4], info[4]):
                 if r is not None:
@@ -285,7 +204,6 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         if i in st.all_reduces:
             st.all_reduces.discard(i)
             all_reduce = True
-    container = tracker.container
     memo = st.memo
     for i in redo:
         comp = container(i)

@@ -349,3 +349,28 @@ def test_direct_attribute_and_shape_edits_are_changes():
     before = b.attrs["dimensions"]
     b.attrs["dimensions"] = before  # same value again: no change
     assert tracker.scan(m) == g2
+
+
+def test_renamed_computations_rename_their_findings():
+    """Renaming a computation reruns only what may print its name: an
+    instruction of it with a finding (an operand in another computation),
+    the users with findings of its instructions, and the callers."""
+    m = load_module(shared_path(*MODULES[0]))
+    v = HloVerifier()
+    tracker = ModuleTracker()
+    tracker.scan(m)
+    assert v.check_changes(m, tracker) == []
+    fused = next(c for c in m.computations
+                 if c is not m.entry and any(i.opcode == "multiply" for i in c._instructions))
+    mul = next(i for i in fused._instructions if i.opcode == "multiply")
+    other = next(i for i in m.entry._instructions if i.opcode == "parameter"
+                 and i.shape == mul.operands[0].shape)
+    mul.set_operand(0, other)  # an operand from another computation
+    tracker.scan(m)
+    assert _key(v.check_changes(m, tracker)) == _key(v.check(m))
+    for comp in (fused, m.entry):  # the user's computation, then the operand's
+        comp.name = comp.name + "_renamed"
+        tracker.scan(m)
+        got = v.check_changes(m, tracker)
+        assert _key(got) == _key(v.check(m))
+        assert any(comp.name in d.message for d in got)

@@ -1,0 +1,134 @@
+"""The incremental verifier's state between runs (:mod:`hlorun.verifier.
+incremental`): findings per instruction and computation, the watch lists,
+and the small rules for what a change makes stale."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from operator import attrgetter
+
+from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_LITERAL, ROW_NAME, ROW_OPCODE,
+                          ROW_PARAMETER_NUMBER, ROW_PARENT, ROW_SHAPE)
+from ..ir.module import Computation, Instruction, Module
+from ..ir.opcode import split_async_sugar
+from .module import Context, Finding, reads_users
+
+_CHANNEL_OPS = frozenset({"send", "recv", "send-done", "recv-done"})
+_ALL_REDUCE = frozenset({"all-reduce", "all-reduce-start"})
+_GENERIC_ASYNC = frozenset({"async-start", "async-update", "async-done"})
+
+
+@lru_cache(maxsize=None)
+def _is_asyncish(op: str) -> bool:
+    return op in _GENERIC_ASYNC or split_async_sugar(op) is not None
+
+
+def _fields_changed(r: tuple, i: Instruction, container: Computation | None) -> bool:
+    """Does ``i`` differ from its old row ``r`` in more than its links
+    (operands, users, control predecessors)?"""
+    return (r[ROW_OPCODE] != i.opcode or r[ROW_SHAPE] is not i.shape or r[ROW_NAME] != i.name
+            or r[ROW_PARENT] is not i.parent or r[ROW_CONTAINER] is not container
+            or r[ROW_PARAMETER_NUMBER] != i.parameter_number or r[ROW_LITERAL] is not i.literal
+            or r[ROW_ATTRS] != i.attrs)
+
+
+def _comp_info(c: Computation) -> tuple:
+    return (c.name, c.is_entry, c.execution_thread, c.module, c.root)
+
+
+class _State:
+    """The findings of the last run, split so that parts can be redone."""
+
+    def __init__(self, module: Module, gen: int) -> None:
+        self.module = module
+        self.gen = gen
+        self.ctx = Context()
+        #: computation -> its call_list (the context is rebuilt from these)
+        self.calls: dict[Computation, list] = {}
+        self.comp_info: dict[Computation, tuple] = {}
+        self.comp_f: dict[Computation, list[Finding]] = {}
+        self.dup_f: dict[Computation, dict[Instruction, Finding]] = {}
+        self.inst_f: dict[Instruction, list[Finding]] = {}
+        self.channel_instrs: set[Instruction] = set()
+        #: asynchronous instructions in the module, and every computation
+        #: one of them (ever) called
+        self.asyncish: set[Instruction] = set()
+        self.async_callees: set[Computation] = set()
+        self.all_reduces: set[Instruction] = set()
+        #: x -> instructions whose rules read x though x may not list them
+        #: as users (operands of instructions with findings: broken use-def
+        #: links; control predecessors)
+        self.watch: dict[Instruction, set[Instruction]] = {}
+        self.watching: dict[Instruction, tuple] = {}
+        self.has_buffer = False
+        #: rule results by content (:func:`hlorun.verifier.module._memo_key`)
+        self.memo: dict = {}
+        self.buffers_f: list[Finding] = []
+        self.channels_f: list[Finding] = []
+        self.lcar_f: list[Finding] = []
+
+
+def _set_watch(st: _State, y: Instruction, findings: bool) -> None:
+    """Record what ``y``'s rules read through links that may be one-sided:
+    its operands when it has findings (a use-def link may be broken), its
+    control predecessors, and its users when its rules read them (a user
+    may not list ``y`` as an operand)."""
+    old = st.watching.pop(y, None)
+    if old:
+        for x in old:
+            s = st.watch.get(x)
+            if s is not None:
+                s.discard(y)
+    targets = tuple(y.control_predecessors)
+    if findings:
+        targets += tuple(y.operands)
+    if reads_users(y.opcode):
+        targets += tuple(y._users)
+    if targets:
+        st.watching[y] = targets
+        for x in targets:
+            s = st.watch.get(x)
+            if s is None:
+                s = st.watch[x] = set()
+            s.add(y)
+
+
+def _unwatch(st: _State, y: Instruction) -> None:
+    for x in st.watching.pop(y, ()):
+        s = st.watch.get(x)
+        if s is not None:
+            s.discard(y)
+
+
+_NAME = attrgetter("name")
+
+
+def _names(comp: Computation) -> dict[Instruction, Finding]:
+    names_ = list(map(_NAME, comp._instructions))
+    if len(set(names_)) == len(names_):  # the usual case, checked in C
+        return {}
+    out: dict[Instruction, Finding] = {}
+    names: set[str] = set()
+    for instr in comp._instructions:
+        if instr.name in names:
+            out[instr] = (instr, comp, (f"HLO has name that is not unique within computation "
+                                        f"{comp.name}: {instr.name}"))
+        names.add(instr.name)
+    return out
+
+
+def _renamed(st: _State, c: Computation, redo: set[Instruction]) -> None:
+    """Rerun what may print ``c``'s name: its instructions and their users
+    with findings, their watchers, its channel instructions and
+    all-reduces (module-level rules)."""
+    inst_f, watch = st.inst_f, st.watch
+    special = st.channel_instrs | st.all_reduces
+    for i in c._instructions:
+        if i in inst_f or i in special:
+            redo.add(i)
+        for u in i._users:
+            if u in inst_f:
+                redo.add(u)
+        w = watch.get(i)
+        if w:
+            redo.update(w)
