@@ -77,7 +77,7 @@ import os
 import time
 import weakref
 from itertools import chain, compress, repeat
-from operator import attrgetter, ge, ne
+from operator import attrgetter, ge, is_
 from typing import Hashable, Iterable
 
 from . import module as _ir
@@ -358,34 +358,33 @@ class ModuleTracker:
         _adopt(instrs)
         ch = Changes()
         old_rows = ch.old_rows
-        changed: list[Instruction] = []
         wget = where.get
         pget = pre.get
-        for i, c in zip(instrs, containers):
+        now = dict(zip(instrs, containers))
+        # Added: not in the module at the last scan.  Changed: recorded a
+        # pre-image (every change does; moving needs a ``parent`` write)
+        # and differs from it now.
+        changed = list(compress(instrs, map(is_, map(wget, instrs), repeat(None))))
+        nget = now.get
+        for i, p in pre.items():
+            c = nget(i)
             c0 = wget(i)
-            if c0 is None:  # added
-                changed.append(i)
+            if c is None or c0 is None:  # removed, or not followed
                 continue
-            p = pget(i)
-            if p is None:  # no change recorded since the last scan
-                if c0 is c:
-                    continue
-                p = _ir.pre_image(i)
             old = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
             q = _ir.pre_image(i)
             new = q[:ROW_CONTAINER] + (c,) + q[ROW_CONTAINER:]
             if old != new and not _same_constant(old, new):
                 changed.append(i)
                 old_rows[i] = old
-        present = set(instrs)
-        removed = [i for i in gone if i not in present and i in where]
+        removed = [i for i in gone if i not in now and i in where]
         ch.instructions = set(changed)
         ch.removed = set(removed)
         for i in removed:
             p = pget(i) or _ir.pre_image(i)
             c0 = ch._containers[i] = where.pop(i)
             old_rows[i] = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
-        where.update(zip(instrs, containers))
+        where.update(now)
         ch.computations = {c for c, r in comp_rows.items() if cget(c) != r}
         ch.removed_computations = set(gone_comps)
         ch.header = header != self._header

@@ -221,6 +221,8 @@ class Autotuner(Pass):
         finally:
             self._memo.clear()
             self._json.clear()
+            # computations the run saw (some are removed later): not kept alive
+            object.__setattr__(self, "_callers", {})
         cache.save()
         if self.infeasible:
             forced = sum(1 for dec in self.decisions if dec.source == "forced")
