@@ -63,6 +63,7 @@ from .ir_size import ir_info, merged_too_large
 from .model import LAUNCH_US, Estimate, device_of, estimate
 from .in_place import in_place_refusal
 from .scatter import scatter_refusal
+from .walks import WalkCache
 from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
                      unit_refusal, unit_summary)
 
@@ -127,6 +128,8 @@ class _Queue:
         self.triton_facts: dict[Instruction, str | None] = {}
         self.ir_infos: dict = {}
         self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
+        # utilization walks from per-unit summaries (None in reference mode)
+        self.walks = None if self.reference else WalkCache(self._members, self.device)
         # fused computations this queue built (disposed of when merged away)
         self.created: set[Computation] = set()
 
@@ -144,13 +147,15 @@ class _Queue:
             return triton_estimate([instr], instr, self.device, self.members, self.summary)
         if self.bodies is None:
             return estimate([instr], instr, self.device)
-        return estimate([instr], instr, self.device, self._members, kind=self._facts(instr)[1])
+        return estimate([instr], instr, self.device, self._members, kind=self._facts(instr)[1],
+                        walks=self.walks)
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
         if involves_triton(producer, consumer):
             return triton_estimate([producer, consumer], consumer, self.device, self.members,
                                    self.summary)
-        return estimate([producer, consumer], consumer, self.device, self.members)
+        return estimate([producer, consumer], consumer, self.device, self.members,
+                        walks=self.walks)
 
     @property
     def summary(self):
@@ -216,6 +221,8 @@ class _Queue:
         self.triton_facts.pop(instr, None)
         self.ir_infos.pop(instr, None)
         self.triton_sums.pop(instr, None)
+        if self.walks is not None:
+            self.walks.forget(instr)
         if self.bodies is not None and instr.opcode == "fusion":
             self.bodies.pop(instr.fused_computation, None)
 
@@ -452,6 +459,8 @@ class _Queue:
             replace_with_fusion(consumer, fusion)
             for u in fusion._users:  # their operand changed: summaries name operands
                 self.triton_sums.pop(u, None)
+                if self.walks is not None:
+                    self.walks.forget(u)
             self.costs.forget(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")

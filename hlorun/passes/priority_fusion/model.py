@@ -36,6 +36,8 @@ model; device numbers are the data-sheet values of the target device.
 from __future__ import annotations
 
 import math
+from functools import reduce
+from operator import add
 from dataclasses import dataclass, field
 
 from ...ir.module import Instruction
@@ -254,10 +256,11 @@ class IrInfo:
 
 @dataclass(slots=True)
 class _Walk:
-    ext_reads: dict
+    ext_reads: dict | None
     flops: float
     uncoalesced: list
-    ir: IrInfo
+    ir: IrInfo | None
+    reads: tuple | None = None  # read_entries(ext_reads), when known
 
 
 def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
@@ -278,27 +281,41 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
 
     (The hottest loop of priority fusion: operand resolution and the reads
     per evaluation are written out inline.)"""
-    util: dict[Instruction, float] = {root: 1.0}     # per root
-    size: dict[Instruction, int] = {root: 1}         # per root: times emitted
     roots: dict[Instruction, frozenset] = {root: frozenset((root,))}
+    util: dict[Instruction, float] = {root: 1.0}
+    size: dict[Instruction, int] = {root: 1}
     ext_roots: dict[Instruction, frozenset] = {}
-    uncoalesced: list[str] = []
-    # root sets are shared along elementwise chains and merged copy-on-write;
-    # a set's totals are fixed once its first member is reached (its roots
-    # are users, all visited before)
     totals: dict[int, tuple[float, int]] = {}
+    terms: list[float] = []
+    unc: list[Instruction] | None = [] if kind != "transpose" else None
+    ir_size, splits = walk_members(reversed(u.members), u.member_set, u.param_of, u.unit_set,
+                                   roots, util, size, ext_roots, totals, terms.append, unc)
+    ext_reads, emitted, ext_size = ext_totals(ext_roots, util, size, totals)
+    return _Walk(ext_reads, reduce(add, terms, 0.0), [s.name for s in unc] if unc else [],
+                 IrInfo(ir_size + ext_size, splits, emitted))
 
-    member_set = u.member_set
-    param_of = u.param_of
-    unit_set = u.unit_set
+
+def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_roots, totals,
+                 fl, unc) -> tuple[int, int]:
+    """The loop of :func:`_utilization` over ``order`` (members, users before
+    operands) from a given state: ``roots`` / ``ext_roots`` map members /
+    external operands to their use-root sets, ``util`` / ``size`` the roots'
+    relative utilizations / emissions, ``totals`` a root set's (by id)
+    summed (util, size), fixed once its first member is reached (its roots
+    are users, all visited before).  Root sets are shared along elementwise
+    chains and merged copy-on-write.  ``fl(x)`` receives each flops term in
+    order (the caller folds them); ``unc`` (None: not wanted) the external
+    operands read through a tiled transpose.  Returns the members' (IR size,
+    splits).
+
+    (The hottest loop of priority fusion: operand resolution and the reads
+    per evaluation are written out inline.)"""
     elements = _ELEMENTS
     elementwise = ELEMENTWISE
     invalidates = INVALIDATES_CACHE
-    check_transpose = kind != "transpose"
     profile = SM90
-    flops = 0.0
     ir_size = splits = 0
-    for m in reversed(u.members):  # users before operands
+    for m in order:
         rs = roots.get(m)
         if rs is None:  # not reached from the root (e.g. a dead member)
             rs = roots[m] = frozenset((m,))
@@ -321,15 +338,15 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
         if op_m in elementwise:
             if op_m != "copy":
                 # flops_per_element(op_m, ...): every elementwise op but copy is priced
-                flops += n * profile.get((op_m, m.shape.element_type), DEFAULT_FLOPS_PER_ELEMENT)
+                fl(n * profile.get((op_m, m.shape.element_type), DEFAULT_FLOPS_PER_ELEMENT))
             passes = True
         else:
             if op_m == "concatenate":
-                flops += n * concatenate_flops(m)
+                fl(n * concatenate_flops(m))
             elif op_m == "reduce":
-                flops += n * reduce_flops_per_output(m)
+                fl(n * reduce_flops_per_output(m))
             elif op_m == "reduce-window":
-                flops += n * reduce_window_flops_per_output(m)
+                fl(n * reduce_window_flops_per_output(m))
             passes = op_m == "tuple" or op_m == "get-tuple-element"
         if passes:
             for op in m.operands:
@@ -362,8 +379,8 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
                     target = roots
                 else:
                     target = ext_roots
-                    if op_m == "transpose" and check_transpose and tiled_transpose(m):
-                        uncoalesced.append(src.name)
+                    if op_m == "transpose" and unc is not None and tiled_transpose(m):
+                        unc.append(src)
             got = target.get(src)
             # elements of operand i one evaluation of one element of m reads: an
             # input of a reduce (or a concatenate's operand) its share, a
@@ -393,8 +410,15 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
                 e_src = _elements(src)
             util[src] = util.get(src, 0.0) + (math.ceil(reads) / e_src if e_src else 0.0)
             size[src] = size.get(src, 0) + times
+    return ir_size, splits
+
+
+def ext_totals(ext_roots, util, size, totals) -> tuple[dict, dict, int]:
+    """Per external operand (in first-reach order): element reads and
+    emissions, from its root set's totals; and the emissions' sum."""
     ext_reads: dict[Instruction, float] = {}
     emitted: dict[Instruction, int] = {}
+    ir_size = 0
     for src, rs in ext_roots.items():
         t = totals.get(id(rs))
         if t is None:
@@ -408,7 +432,7 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
         ext_reads[src] = us * _elements(src)
         emitted[src] = times
         ir_size += times
-    return _Walk(ext_reads, flops, uncoalesced, IrInfo(ir_size, splits, emitted))
+    return ext_reads, emitted, ir_size
 
 
 def ir_walk(units: list[Instruction], root_unit: Instruction, members=None) -> IrInfo:
@@ -417,29 +441,17 @@ def ir_walk(units: list[Instruction], root_unit: Instruction, members=None) -> I
     return _utilization(u, u.root_of(root_unit), "loop").ir
 
 
-def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
-             members=None, side_output_bytes: int = 0, kind: str | None = None) -> Estimate:
-    """The estimate of one kernel made of ``units`` (``root_unit``'s output);
-    ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`);
-    ``side_output_bytes``: a producer's value the kernel also writes (a
-    multi-output fusion: ``producer_writes_side_output``), written with the
-    output before memory and compute time are combined; ``kind``: the
-    emitter kind, when the caller knows it (a cache)."""
-    u = Units(units, members)
-    root = u.root_of(root_unit)
-    view = FusionView(u.members, root, None, _links(u))
-    view._set = u.member_set
-    if kind is None:
-        kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
-            emitter_kind(FusionView.of(root_unit, members))
-    walk = _utilization(u, root, kind)
-    ext_reads, flops, uncoalesced = walk.ext_reads, walk.flops, walk.uncoalesced
-    blocks, threads = launch_dims(kind, view, root, device)
-    cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
-    read_s = 0.0
-    total_read = net_read = 0
-    bandwidth, l2_bytes = device.bandwidth, device.l2_bytes
+def read_entries(ext_reads: dict, device: Device) -> tuple[list, int, int]:
+    """The reads of a kernel, per external operand (in first-reach order;
+    a one-element constant is free): (operand, bytes first read from DRAM,
+    bytes re-read, class, element width) -- class 0: the operand fits L1
+    (re-reads at 8 x 2.5 x the DRAM bandwidth), 1: L2 (2.5 x), 2: neither
+    (re-reads from DRAM, at the uncoalesced rate if it is uncoalesced);
+    and the total and net bytes read."""
+    l2_bytes = device.l2_bytes
     l1_bytes = device.l1_bytes_per_core * device.cores
+    out = []
+    total_read = net_read = 0
     for src, reads in ext_reads.items():
         if src.opcode == "constant" and _elements(src) <= 1:
             continue
@@ -450,17 +462,56 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
         net = nbytes if nbytes < total else total
         total_read += total
         net_read += net
-        rate = width / TRANSACTION_BYTES if uncoalesced and src.name in uncoalesced else 1.0
-        dram_bw = min(bandwidth * rate, cap)
-        rest_bw = bandwidth
-        if net < l2_bytes:
-            rest_bw *= L2_SPEEDUP
-            if net < l1_bytes:
-                rest_bw *= L1_SPEEDUP
+        out.append((src, net, total - net, 2 if net >= l2_bytes else 0 if net < l1_bytes else 1,
+                    width))
+    return out, total_read, net_read
+
+
+def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
+             members=None, side_output_bytes: int = 0, kind: str | None = None,
+             walks=None) -> Estimate:
+    """The estimate of one kernel made of ``units`` (``root_unit``'s output);
+    ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`);
+    ``side_output_bytes``: a producer's value the kernel also writes (a
+    multi-output fusion: ``producer_writes_side_output``), written with the
+    output before memory and compute time are combined; ``kind``: the
+    emitter kind, when the caller knows it (a cache); ``walks``: a
+    :class:`.walks.WalkCache` (the walk from cached unit summaries)."""
+    got = walks.view(units) if walks is not None else None
+    if got is None:
+        u = Units(units, members)
+        root = u.root_of(root_unit)
+        view = FusionView(u.members, root, None, _links(u))
+        view._set = u.member_set
+    else:
+        view = got
+        root = view.root
+    if kind is None:
+        kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
+            emitter_kind(FusionView.of(root_unit, members))
+    walk = walks.walk(units, kind) if walks is not None else None
+    if walk is None:
+        if got is not None:
+            u = Units(units, members)
+        walk = _utilization(u, root, kind)
+    flops, uncoalesced = walk.flops, walk.uncoalesced
+    entries, total_read, net_read = walk.reads or read_entries(walk.ext_reads, device)
+    blocks, threads = launch_dims(kind, view, root, device)
+    cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
+    read_s = 0.0
+    bandwidth = device.bandwidth
+    # a coalesced read's DRAM bandwidth, and its re-read bandwidth per class
+    dram = min(bandwidth, cap)
+    rest = (min(bandwidth * L2_SPEEDUP * L1_SPEEDUP, cap), min(bandwidth * L2_SPEEDUP, cap),
+            min(bandwidth, cap))
+    unc = set(uncoalesced) if uncoalesced else None
+    for src, net, again, cls, width in entries:
+        if unc is not None and src.name in unc:
+            rate = width / TRANSACTION_BYTES
+            slow = min(bandwidth * rate, cap)  # DRAM at the transaction rate
+            read_s += net / slow + again / (rest[cls] if cls < 2 else slow)
         else:
-            rest_bw *= rate
-        rest_bw = min(rest_bw, cap)
-        read_s += net / dram_bw + (total - net) / rest_bw
+            read_s += net / dram + again / rest[cls]
     write_bytes = _bytes(root)
     write_s = (write_bytes + side_output_bytes) / device.bandwidth
     fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2

@@ -1,0 +1,210 @@
+"""Priority fusion's utilization walks (:func:`.model._utilization`) from
+per-unit summaries, so that a big fusion is not walked again for every
+estimate it takes part in.
+
+The walk of a would-be fusion of ``producer`` into ``consumer`` visits the
+consumer's members (users before operands), then the producer's.  Its
+first half is exactly the walk of the consumer alone, except that the
+producer is a member instead of an external operand; the second half
+depends on the consumer only through the producer root's use-root set
+``R`` -- every set the producer's members get is ``R`` itself, a set of
+producer members and external operands, or a union of both -- and through
+the external operands both read.  So:
+
+* :class:`UnitWalk` -- a unit's walk alone (its estimate as a kernel of its
+  own): flops, element reads and emissions per external operand, IR size,
+  the external operands read through a tiled transpose;
+* :class:`ProducerPart` -- the producer's half of a pair walk, computed
+  with ``R`` standing for a set whose totals (summed utilization and
+  emissions) are given, memoised per producer on those totals;
+* :meth:`WalkCache.walk` joins them: the consumer's walk less the producer
+  plus the producer part, flops folded in the same order.
+
+The result is the full walk's, bit for bit: a float is never summed in
+another order.  Where that cannot be guaranteed the caller walks in full:
+a union of ``R`` with other roots is summed in the producer's half (its
+sum depends on the members of ``R`` and their iteration order), an
+external operand is read by both halves (its root sets merge), or the
+consumer does not read the producer at all.
+
+The summaries name instructions (external operands), so a unit's walk is
+forgotten when it changes or when one of its operands is replaced
+(:meth:`WalkCache.forget`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from operator import add
+
+from ...ir.module import Instruction
+from .analysis import FusionView
+from .model import Device, IrInfo, Units, _Walk, _links, ext_totals, read_entries, walk_members
+
+
+@dataclass(slots=True)
+class UnitWalk:
+    """One unit (an instruction or a fusion): its members, and its walk as a
+    kernel alone."""
+
+    unit: Instruction
+    members: list          # fused members in post order (the instruction itself)
+    member_set: set
+    ops: set               # the members' opcodes
+    param_of: dict         # body parameter -> operand
+    links: dict            # param_of and fusion -> its root
+    root: Instruction
+    flops: float
+    ext_reads: dict        # external operand -> element reads, in first-reach order
+    totals: dict           # external operand -> (summed utilization, emissions) of its roots
+    ir: IrInfo
+    unc: list              # external operands read through a tiled transpose
+    reads: tuple           # read_entries(ext_reads)
+    index: dict            # external operand -> its position in reads[0]
+
+    def as_walk(self, kind: str) -> _Walk:
+        unc = [s.name for s in self.unc] if kind != "transpose" else []
+        return _Walk(self.ext_reads, self.flops, unc, self.ir, self.reads)
+
+
+@dataclass(slots=True)
+class ProducerPart:
+    """The producer's half of a pair walk, for given totals of its root's set."""
+
+    terms: list            # flops terms, in walk order
+    ext_reads: dict        # the producer's external operands -> element reads
+    unc: list
+    reads: tuple           # read_entries(ext_reads)
+
+
+class _Outside:
+    """Stands for the consumer's roots in a producer part (no utilization
+    of its own: summing it with other roots raises KeyError)."""
+
+    __slots__ = ()
+
+
+_FAILED = object()
+
+
+def unit_walk(unit: Instruction, device: Device, members=None) -> UnitWalk:
+    u = Units([unit], members)
+    root = u.root_of(unit)
+    roots = {root: frozenset((root,))}
+    util = {root: 1.0}
+    size = {root: 1}
+    ext_roots: dict = {}
+    totals: dict = {}
+    terms: list = []
+    unc: list = []
+    ir_size, splits = walk_members(reversed(u.members), u.member_set, u.param_of, u.unit_set,
+                                   roots, util, size, ext_roots, totals, terms.append, unc)
+    ext_reads, emitted, ext_size = ext_totals(ext_roots, util, size, totals)
+    sums = {src: totals[id(rs)] for src, rs in ext_roots.items()}
+    reads = read_entries(ext_reads, device)
+    return UnitWalk(unit, u.members, u.member_set, {m.opcode for m in u.members}, u.param_of,
+                    _links(u), root,
+                    reduce(add, terms, 0.0), ext_reads, sums,
+                    IrInfo(ir_size + ext_size, splits, emitted), unc, reads,
+                    {e[0]: i for i, e in enumerate(reads[0])})
+
+
+def producer_part(pw: UnitWalk, device: Device, outside: tuple[float, int]) -> ProducerPart | None:
+    """The producer's half of a pair walk whose root set has totals
+    ``outside`` (``pw``: the producer's unit walk); None when the result
+    would depend on more than that."""
+    mark = frozenset((_Outside(),))
+    roots = {pw.root: mark}
+    util: dict = {}
+    size: dict = {}
+    ext_roots: dict = {}
+    totals = {id(mark): outside}
+    terms: list = []
+    unc: list = []
+    try:
+        walk_members(reversed(pw.members), pw.member_set, pw.param_of, (pw.unit,),
+                     roots, util, size, ext_roots, totals, terms.append, unc)
+        ext_reads = ext_totals(ext_roots, util, size, totals)[0]
+    except KeyError:  # a union with the consumer's roots was summed
+        return None
+    return ProducerPart(terms, ext_reads, unc, read_entries(ext_reads, device))
+
+
+class WalkCache:
+    """Unit walks and producer parts of one priority-fusion queue, valid
+    until the instruction is rewritten or an operand of it is replaced."""
+
+    def __init__(self, members, device: Device):
+        self.members = members
+        self.device = device
+        self.units: dict[Instruction, UnitWalk] = {}
+        self.parts: dict[Instruction, dict] = {}
+
+    def forget(self, instr: Instruction) -> None:
+        self.units.pop(instr, None)
+        self.parts.pop(instr, None)
+
+    def unit(self, instr: Instruction) -> UnitWalk:
+        got = self.units.get(instr)
+        if got is None:
+            got = self.units[instr] = unit_walk(instr, self.device, self.members)
+        return got
+
+    def part(self, producer: Instruction, outside: tuple[float, int]) -> ProducerPart | None:
+        memo = self.parts.get(producer)
+        if memo is None:
+            memo = self.parts[producer] = {}
+        got = memo.get(outside)
+        if got is None:
+            got = producer_part(self.unit(producer), self.device, outside)
+            memo[outside] = _FAILED if got is None else got
+            return got
+        return None if got is _FAILED else got
+
+    def view(self, units: list[Instruction]) -> FusionView:
+        """The :class:`.analysis.FusionView` of ``units`` (one unit, or
+        producer and consumer) as :func:`.model.estimate` makes it."""
+        if len(units) == 1:
+            w = self.unit(units[0])
+            view = FusionView(w.members, w.root, None, w.links)
+            view._set, view._ops = w.member_set, w.ops
+            return view
+        p, c = self.unit(units[0]), self.unit(units[1])
+        view = FusionView(p.members + c.members, c.root, None, p.links | c.links)
+        view._set, view._ops = p.member_set | c.member_set, p.ops | c.ops
+        return view
+
+    def walk(self, units: list[Instruction], kind: str) -> _Walk | None:
+        """The walk of ``units`` (one unit, or producer and consumer) for an
+        emitter ``kind``; None where it must be done in full."""
+        if len(units) == 1:
+            return self.unit(units[0]).as_walk(kind)
+        producer, consumer = units
+        cw = self.unit(consumer)
+        outside = cw.totals.get(producer)
+        if outside is None:
+            return None
+        part = self.part(producer, outside)
+        if part is None:
+            return None
+        c_reads = cw.ext_reads
+        for src in part.ext_reads:
+            if src in c_reads:
+                return None  # read by both: their root sets merge
+        if kind != "transpose":
+            unc = [s.name for s in cw.unc if s is not producer]
+            unc += [s.name for s in part.unc]
+        else:
+            unc = []
+        entries, total, net = cw.reads
+        p_entries, p_total, p_net = part.reads
+        i = cw.index.get(producer)
+        if i is None:  # not read (a one-element constant)
+            entries = entries + p_entries
+        else:
+            _, p_first, p_again, _, _ = entries[i]
+            total -= p_first + p_again
+            net -= p_first
+            entries = entries[:i] + entries[i + 1:] + p_entries
+        return _Walk(None, reduce(add, part.terms, cw.flops), unc, None,
+                     (entries, total + p_total, net + p_net))
