@@ -85,6 +85,10 @@ def is_array_type(t: str) -> bool:
     return PRIMITIVE_TYPES[t][1] not in ("token", "opaque")
 
 
+#: is_array_type of every known element type
+_ARRAY_TYPES = {t: is_array_type(t) for t in PRIMITIVE_TYPES}
+
+
 def is_f8(t: str) -> bool:
     return t.startswith("f8")
 
@@ -228,7 +232,7 @@ class Shape:
 
     __slots__ = (
         "element_type", "dimensions", "dynamic", "layout", "tuple_shapes",
-        "buffer_of", "_str", "_str_nolayout", "_key", "_hash",
+        "buffer_of", "_str", "_str_nolayout", "_key", "_hash", "_array",
     )
 
     def __init__(
@@ -251,6 +255,10 @@ class Shape:
         self.tuple_shapes = (tuple(intern(s) for s in tuple_shapes)
                              if tuple_shapes is not None else None)
         self.buffer_of = intern(buffer_of) if buffer_of is not None else None
+        # is_array, worked out once (None: an unknown element type, which
+        # is_array reports as it always did)
+        self._array = (self.tuple_shapes is None and self.buffer_of is None
+                       and _ARRAY_TYPES.get(element_type))
         self._str: str | None = None
         self._str_nolayout: str | None = None
         if self.tuple_shapes is not None:
@@ -356,8 +364,11 @@ class Shape:
 
     @property
     def is_array(self) -> bool:
-        return (self.tuple_shapes is None and self.buffer_of is None
-                and is_array_type(self.element_type))
+        a = self._array
+        if a is None:
+            return (self.tuple_shapes is None and self.buffer_of is None
+                    and is_array_type(self.element_type))
+        return a
 
     @property
     def is_token(self) -> bool:

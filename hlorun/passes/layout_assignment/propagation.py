@@ -54,6 +54,24 @@ ragged-all-to-all scan
 FORWARDING = frozenset({"bitcast", "get-tuple-element", "tuple"})
 
 
+def _positions(operands: list[Instruction], x: Instruction) -> list[int]:
+    """The indices of ``x`` among ``operands``, ascending.  A wide tuple (a
+    training step's root returns every parameter) is searched in C: each
+    of its operands asks once."""
+    if len(operands) <= 8:
+        return [i for i, o in enumerate(operands) if o is x]
+    out = []
+    i = -1
+    try:
+        while True:
+            i = operands.index(x, i + 1)
+            if operands[i] is x:
+                out.append(i)
+    except ValueError:
+        pass
+    return out
+
+
 def can_change_layout(instr: Instruction) -> bool:
     return instr.opcode not in LAYOUT_PRESERVING
 
@@ -178,15 +196,15 @@ class Propagation:
             a = aliases[k]
             k += 1
             for user in a.users:
-                if user.opcode == "bitcast":
+                op = user.opcode
+                if op == "bitcast":
                     aliases.append(user)
-                elif user.opcode == "tuple":
-                    for i, o in enumerate(user.operands):
-                        if o is a:
-                            aliases.extend(g for g in user.users if g.opcode == "get-tuple-element"
-                                           and g.tuple_index == i)
-                for j, o in enumerate(user.operands):
-                    if o is a and user.opcode not in FORWARDING:
+                elif op == "tuple":
+                    for i in _positions(user.operands, a):
+                        aliases.extend(g for g in user.users if g.opcode == "get-tuple-element"
+                                       and g.tuple_index == i)
+                if op not in FORWARDING:
+                    for j in _positions(user.operands, a):
                         out.append((user, j))
         return out
 
@@ -421,8 +439,16 @@ class Propagation:
     def constrain_remaining(self) -> None:
         """Give each still unconstrained buffer its default layout (a
         constant: its literal's layout), propagating after each."""
-        while self.unconstrained:
-            instr = next(iter(self.unconstrained))
+        # The first remaining buffer in post order, from a cursor: nothing is
+        # ever added to ``unconstrained``, and ``next(iter(dict))`` would step
+        # over every entry popped so far each time (quadratic).
+        unconstrained = self.unconstrained
+        keys = list(unconstrained)
+        k = 0
+        while unconstrained:
+            while keys[k] not in unconstrained:
+                k += 1
+            instr = keys[k]
             layout = instr.shape.layout if instr.opcode == "constant" and instr.shape.layout \
                 is not None else default_layout(instr.shape.rank)
             self.set_buffer_layout(layout, instr, mandatory=False)
