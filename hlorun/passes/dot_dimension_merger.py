@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..ir.module import Instruction, Module
-from ..ir.shape import Layout, Shape
+from ..ir.shape import Shape
 from .base import Pass
 from .dfs_rewrite import DfsRewriteVisitor, make_reshape, replace_instruction
 

@@ -28,9 +28,12 @@ update (the DUS) that writes over its result.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.attrs import parse_slice
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
+from ...ir.shape import bit_width
 
 _IN_PLACE_OPS = ("dynamic-update-slice", "scatter")
 
@@ -40,7 +43,6 @@ def _elementwise(instr: Instruction) -> bool:
     op = instr.opcode
     if op == "bitcast-convert":
         a, b = instr.shape, instr.operands[0].shape
-        from ...ir.shape import bit_width
         return bit_width(a.element_type) == bit_width(b.element_type)
     return op in ELEMENTWISE
 
@@ -111,7 +113,6 @@ def _constant_int(instr: Instruction) -> int | None:
     if instr.opcode != "constant" or instr.literal is None:
         return None
     try:
-        import numpy as np
         v = np.asarray(instr.literal.value).reshape(-1)
         return int(v[0]) if v.size else None
     except (ValueError, TypeError):
