@@ -6,22 +6,29 @@ Printing or verifying a 50k-instruction module again costs far more than
 the passes that changed a handful of its instructions, so they ask a
 :class:`ModuleTracker` and redo only the parts that changed.
 
-``tracker.scan(module)`` records, for every instruction, a *row*: the
-values of everything the printer and the verifier read from the
-instruction itself (name, opcode, shape, parameter number, literal,
-``parent``, the computation it sits in, a copy of ``attrs``, the operand
-list, the users and the control predecessors), for every computation its own fields
-(name, ENTRY, execution thread, root, parameters, instruction sequence),
-and the module's header.  It compares them with the rows of the previous
-scan; if anything differs, the generation ``tracker.gen`` goes up by one
-and the difference is logged.  ``tracker.changes_since(g)`` merges the
-log from generation ``g`` on into one :class:`Changes`.
+An instruction's *row* is everything the printer and the verifier read
+from the instruction itself (name, opcode, shape, parameter number,
+literal, ``parent``, the computation it sits in, a copy of ``attrs``, the
+operand list, the users and the control predecessors); a computation's
+row its own fields (name, ENTRY, execution thread, root, parameters,
+instruction sequence).  ``tracker.scan(module)`` compares the module with
+the rows as of the previous scan; if anything differs, the generation
+``tracker.gen`` goes up by one and the difference is logged (with the old
+rows of the changed and removed instructions).
+``tracker.changes_since(g)`` merges the log from generation ``g`` on into
+one :class:`Changes`.
+
+The tracker keeps no copy of the module (rows were ~450 B per
+instruction, ~10% of a big run's memory): it keeps each instruction's
+computation and the computation rows, and an instruction's old row is
+recorded copy-on-write, by the change itself (below), as its
+*pre-image*: its row just before its first change since the last scan.
+An instruction with no pre-image is as it was.
 
 Passes may assign ``instr.shape`` or edit ``instr.attrs`` in place
 without telling anyone, and a scan still sees it (through the journal
 below; shapes are interned and immutable, so comparing them by identity
 is exact; attribute values are strings, computations or lists of them).
-Rows are built column-wise (``map`` with ``attrgetter`` runs in C).
 The log keeps only the steps that consumers with state in
 ``tracker.cache`` (values with a ``gen``) have not seen yet, at most
 ``keep``: old steps hold the rows of removed instructions, and through
@@ -61,13 +68,21 @@ What stamps an instruction and its computation:
   lists become the shared read-only :data:`hlorun.ir.module.NO_LINKS`
   (``add_control_dependency_to`` replaces it).
 
+Every stamp of a scanned instruction that was last stamped before the
+latest scan (of any tracker: ``hlorun.ir.module.SINCE``) first records
+its pre-image (``hlorun.ir.module.PENDING``); each scan hands the
+pre-images recorded since to every live tracker that followed those
+instructions (the oldest one wins), so trackers of one module at
+different points all see their own "before".
+
 So the tracker's cost per scan is that of the change plus a few C-level
 passes over the stamped computations' instruction sequences, and the
 verifier re-runs its rules only on what changed and its neighbours.
 
-``ModuleTracker(verify=True)`` (or ``HLORUN_CHECK_JOURNAL=1``) also
-rebuilds every row after each scan and raises if the journal missed a
-change (``tests/ir/test_change_journal.py`` runs whole pipelines so).
+``ModuleTracker(verify=True)`` (or ``HLORUN_CHECK_JOURNAL=1``) also keeps
+every row, rebuilds them after each scan and raises unless the scan's
+changes (instructions, removed ones, old rows) are those of the full
+re-read (``tests/ir/test_change_journal.py`` runs whole pipelines so).
 """
 
 from __future__ import annotations
@@ -83,27 +98,17 @@ from typing import Hashable, Iterable
 from . import module as _ir
 from .journal import adopt as _adopt
 from .module import Computation, Instruction, Module
+from .rows import (COMP, INSTRS, PARAMS, ROW_ATTRS, ROW_CONTAINER, ROW_CPRED,
+                   ROW_LITERAL, ROW_NAME, ROW_OPCODE, ROW_OPERANDS, ROW_PARAMETER_NUMBER,
+                   ROW_PARENT, ROW_SHAPE, ROW_USERS, full_rows, same_constant, verify_scan)
 
-_INSTRS = attrgetter("_instructions")
 _STAMP = attrgetter("stamp")
 
 
 def _gen_of(consumer: object) -> object:
     return getattr(consumer, "gen", None)
-_FIELDS = tuple(map(attrgetter, ("name", "opcode", "shape", "parameter_number", "literal",
-                                  "parent")))
-_ATTRS = attrgetter("attrs")
-_OPERANDS = attrgetter("operands")
-_USERS = attrgetter("_users")
-_CPRED = attrgetter("control_predecessors")
-_COMP = attrgetter("name", "is_entry", "execution_thread", "root", "module")
-_PARAMS = attrgetter("parameters")
 
-#: Row layout (indices into an instruction's row, one flat tuple): its own
-#: fields, the computation holding it, a copy of attrs, operands, users,
-#: control predecessors.
-(ROW_NAME, ROW_OPCODE, ROW_SHAPE, ROW_PARAMETER_NUMBER, ROW_LITERAL, ROW_PARENT,
- ROW_CONTAINER, ROW_ATTRS, ROW_OPERANDS, ROW_USERS, ROW_CPRED) = range(11)
+
 _NO_ROW = (None, None, ())
 #: every live tracker (a scan hands pre-images to all of them)
 _TRACKERS: "weakref.WeakSet[ModuleTracker]" = weakref.WeakSet()
@@ -156,6 +161,11 @@ class Changes:
 
     def merge(self, other: "Changes") -> None:
         """Fold ``other`` (a later step) into this one."""
+        old, mine = self.old_rows, self.instructions
+        for i, r in other.old_rows.items():
+            # the earliest row wins; an instruction added by this step has none
+            if i not in old and i not in mine:
+                old[i] = r
         self.full |= other.full
         self.header |= other.header
         self.order |= other.order
@@ -165,8 +175,6 @@ class Changes:
         self.computations |= other.computations
         self.removed_computations |= other.removed_computations
         self._containers.update(other._containers)
-        for i, r in other.old_rows.items():
-            self.old_rows.setdefault(i, r)
 
 
 def _has_calls(attrs: dict) -> bool:
@@ -174,17 +182,6 @@ def _has_calls(attrs: dict) -> bool:
         if isinstance(v, (Computation, list)):
             return True
     return False
-
-
-def _same_constant(old: tuple | None, new: tuple) -> bool:
-    """Rows that differ only in a literal object with the same text and
-    shape (a pass that rebuilt a constant's literal changed nothing)."""
-    if old is None:
-        return False
-    a, b = old[ROW_LITERAL], new[ROW_LITERAL]
-    if a is b or a is None or b is None or a.text != b.text or a.shape != b.shape:
-        return False
-    return old[:ROW_LITERAL] == new[:ROW_LITERAL] and old[ROW_PARENT:] == new[ROW_PARENT:]
 
 
 class ModuleTracker:
@@ -271,13 +268,6 @@ class ModuleTracker:
         self.seconds += time.process_time() - t
         return self.gen
 
-    @staticmethod
-    def _rows_of(instrs: list[Instruction], containers: Iterable[Computation]) -> list:
-        """The rows of ``instrs`` (in ``containers``), read afresh."""
-        return list(zip(*[map(f, instrs) for f in _FIELDS], containers,
-                        map(dict.copy, map(_ATTRS, instrs)), map(tuple, map(_OPERANDS, instrs)),
-                        map(tuple, map(_USERS, instrs)), map(tuple, map(_CPRED, instrs))))
-
     def _drain(self) -> None:
         """Hand the pre-images recorded since the last scan (of any
         tracker) to every tracker that followed their instructions then,
@@ -314,15 +304,15 @@ class ModuleTracker:
         self._since = _ir.EPOCH[0]
         pre, self._pre = self._pre, {}
         if module is not self._module:
-            seqs = list(map(tuple, map(_INSTRS, comps)))
+            seqs = list(map(tuple, map(INSTRS, comps)))
             instrs = list(chain.from_iterable(seqs))
             _adopt(instrs)
             self.cache.clear()
             self._module = module
             self._where = dict(zip(instrs, chain.from_iterable(
                 map(repeat, comps, map(len, seqs)))))
-            self._comp_rows = dict(zip(comps, zip(map(_COMP, comps),
-                                                  map(tuple, map(_PARAMS, comps)), seqs)))
+            self._comp_rows = dict(zip(comps, zip(map(COMP, comps),
+                                                  map(tuple, map(PARAMS, comps)), seqs)))
             self._header = header
             self._order = order
             self._log = []
@@ -335,7 +325,7 @@ class ModuleTracker:
         # Re-read the instructions stamped since the last scan, in the
         # computations stamped since (all of a new computation's).
         dirty = [c for c in comps if c.stamp >= since or c not in old_comp_rows]
-        seqs = list(map(tuple, map(_INSTRS, dirty)))
+        seqs = list(map(tuple, map(INSTRS, dirty)))
         instrs: list[Instruction] = []
         containers: list[Computation] = []
         gone: set[Instruction] = set()
@@ -347,10 +337,10 @@ class ModuleTracker:
             containers.extend(repeat(c, len(got)))
             if was is not None and was[2] != seq:
                 gone.update(set(was[2]).difference(c._instructions))
-        comp_rows = dict(zip(comps, zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
+        comp_rows = dict(zip(comps, zip(map(COMP, comps), map(tuple, map(PARAMS, comps)),
                                         (cget(c, _NO_ROW)[2] for c in comps))))
         comp_rows.update(zip(dirty, (r + (q,) for r, q in zip(
-            zip(map(_COMP, dirty), map(tuple, map(_PARAMS, dirty))), seqs))))
+            zip(map(COMP, dirty), map(tuple, map(PARAMS, dirty))), seqs))))
         gone_comps = old_comp_rows.keys() - comp_rows.keys() if len(old_comp_rows) != len(
             comp_rows) or order != self._order else ()
         for c in gone_comps:
@@ -374,7 +364,7 @@ class ModuleTracker:
             old = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
             q = _ir.pre_image(i)
             new = q[:ROW_CONTAINER] + (c,) + q[ROW_CONTAINER:]
-            if old != new and not _same_constant(old, new):
+            if old != new and not same_constant(old, new):
                 changed.append(i)
                 old_rows[i] = old
         removed = [i for i in gone if i not in now and i in where]
@@ -419,41 +409,11 @@ class ModuleTracker:
                 self._base += drop
         return ch
 
-    def _full_rows(self, module: Module) -> dict[Instruction, tuple]:
-        comps = module.computations
-        seqs = list(map(tuple, map(_INSTRS, comps)))
-        instrs = list(chain.from_iterable(seqs))
-        return dict(zip(instrs, self._rows_of(
-            instrs, chain.from_iterable(map(repeat, comps, map(len, seqs))))))
-
     def _verify(self, module: Module, prev: dict | None, ch: Changes) -> None:
-        """Raise unless this scan's changes are those of a full re-read:
-        the rows now against the rows of the previous scan (``prev``, kept
-        while ``verify`` is on), and the tracker's view of the module."""
-        rows = self._check = self._full_rows(module)
-        missed: list[Instruction] = []
-        extra: list[Instruction] = []
-        if prev is not None and not ch.full:
-            get = prev.get
-            ref = {i for i, r in rows.items()
-                   if get(i) != r and not _same_constant(get(i), r)}
-            missed = [i for i in rows if (i in ref) != (i in ch.instructions)
-                      or (i in ch.old_rows and ch.old_rows[i] != get(i))]
-            gone = prev.keys() - rows.keys()
-            extra = [i for i in prev if (i in gone) != (i in ch.removed)
-                     or (i in gone and ch.old_rows.get(i) != prev[i])]
-        missed += [i for i, r in rows.items() if self._where.get(i) is not r[ROW_CONTAINER]]
-        extra += [i for i in self._where if i not in rows]
-        comps = module.computations
-        crows = list(zip(map(_COMP, comps), map(tuple, map(_PARAMS, comps)),
-                         map(tuple, map(_INSTRS, comps))))
-        bad_comps = [c.name for c, r in zip(comps, crows) if self._comp_rows.get(c) != r]
-        if missed or extra or bad_comps:
-            names = ", ".join(f"{i.name} ({i.parent.name if i.parent else None})"
-                              for i in missed[:10])
-            raise AssertionError(
-                f"change journal missed {len(missed)} changed instructions [{names}], "
-                f"{len(extra)} removed ones, computations {bad_comps[:10]}")
+        """Raise unless this scan's changes are those of a full re-read
+        (:func:`hlorun.ir.rows.verify_scan`); keep the rows for the next."""
+        rows = self._check = full_rows(module)
+        verify_scan(module, rows, prev, ch, self._where, self._comp_rows)
 
     # -- queries ---------------------------------------------------------------------
     def changes_since(self, gen: int | None) -> Changes:
@@ -490,4 +450,6 @@ class ModuleTracker:
         return self._where.keys()
 
 
-__all__ = ["Changes", "ModuleTracker"]
+__all__ = ["Changes", "ModuleTracker", "ROW_ATTRS", "ROW_CONTAINER", "ROW_CPRED", "ROW_LITERAL",
+           "ROW_NAME", "ROW_OPCODE", "ROW_OPERANDS", "ROW_PARAMETER_NUMBER", "ROW_PARENT",
+           "ROW_SHAPE", "ROW_USERS"]

@@ -54,7 +54,8 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Iterable, Iterator
 
-from ..ir.changes import ROW_OPCODE, ROW_USERS, Changes, ModuleTracker
+from ..ir.changes import (ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_USERS, Changes,
+                          ModuleTracker)
 from ..ir.module import Computation, Instruction, Module
 from . import module_rules
 from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, _State, _comp_info, _fields_changed,
@@ -107,6 +108,16 @@ def _module_level(st: _State, module: Module, opts: Any, channels: bool,
 def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleTracker) -> None:
     old_ctx = st.ctx
     touched = tracker.touched(ch) | ch.removed_computations
+    old_rows = ch.old_rows
+    container = tracker.container
+    # Computations where a name may now be duplicated: an instruction was
+    # added, renamed or moved in.
+    named: set[Computation | None] = set()
+    for i in ch.instructions:
+        r = old_rows.get(i)
+        c = container(i)
+        if r is None or r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
+            named.add(c)
     if ch.calls:  # rebuilt from the computations' call lists, the changed ones read again
         calls = st.calls
         for c in ch.removed_computations:
@@ -122,8 +133,6 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         ctx = old_ctx
     st.ctx = ctx
     redo: set[Instruction] = set(ch.instructions)
-    old_rows = ch.old_rows
-    container = tracker.container
     for i in ch.instructions:
         # Users read an operand's own fields and whether it lists them:
         # all users are rerun when its fields changed, only those that
@@ -252,6 +261,8 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     for c in touched | whole:
         if c.module is not module or c not in st.comp_info:
             continue
+        if c not in named and c not in whole and c not in st.dup_f:
+            continue  # names only left: no new duplicate
         dups = _names(c)
         if dups:
             st.dup_f[c] = dups

@@ -204,3 +204,22 @@ def test_pipeline_run_keeps_no_old_log_steps():
     res = runner.run(cnn())
     assert res.exit_code == 0 and runner.tracker.scans > 10
     assert len(runner.tracker._log) <= 1  # the checkers are up to date
+
+
+def test_merged_changes_give_no_old_row_to_an_instruction_added_since():
+    """Over several steps the earliest row wins, and an instruction added
+    in an earlier step stays added (no old row): consumers treat it as
+    new, e.g. check its name for duplicates."""
+    m = cnn()
+    i = _reducer_add(m)
+    tracker = ModuleTracker(verify=True)
+    g0 = tracker.scan(m)
+    neg = i.parent.add_instruction(Instruction("negate", i.shape, [i]))
+    tracker.scan(m)
+    i.shape = neg.shape = _entry(m, "convolution").shape  # both change again
+    tracker.scan(m)
+    ch = tracker.changes_since(g0)
+    assert {neg, i} <= ch.instructions
+    assert neg not in ch.old_rows
+    assert ch.old_rows[i][2] is not i.shape  # the row before both steps
+    assert tracker.changes_since(tracker.gen - 1).old_rows[neg] is not None
