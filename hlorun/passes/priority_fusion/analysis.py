@@ -325,11 +325,14 @@ class FusionView:
             s = self._set = set(self.members)
         return s
 
-    def has_opcode(self, opcode: str) -> bool:
+    def opcodes(self) -> set[str]:
         ops = self._ops
         if ops is None:
             ops = self._ops = {m.opcode for m in self.members}
-        return opcode in ops
+        return ops
+
+    def has_opcode(self, opcode: str) -> bool:
+        return opcode in self.opcodes()
 
     @staticmethod
     def of(instr: Instruction, members=None) -> "FusionView":

@@ -575,14 +575,30 @@ MAX_CONCAT_ARGUMENTS_FOR_UNROLLING = 10
 
 def _element_shape_elements(root: Instruction) -> int:
     """Elements of ``GetElementShape``: the root's shape, the first leaf of a tuple."""
-    s = root.shape
-    while s.is_tuple:
-        s = s.tuple_shapes[0]
-    return max(1, math.prod(s.dimensions))
+    got = _LEAF_ELEMENTS.get(root.shape)
+    if got is None:
+        s = root.shape
+        while s.is_tuple:
+            s = s.tuple_shapes[0]
+        got = _LEAF_ELEMENTS[root.shape] = max(1, math.prod(s.dimensions))
+    return got
+
+
+_LEAF_ELEMENTS: dict = {}  # shape -> _element_shape_elements
+
+
+_BITS: dict = {}  # shape -> _output_bits
 
 
 def _output_bits(root: Instruction) -> int:
-    shapes = [root.shape]
+    got = _BITS.get(root.shape)
+    if got is None:
+        got = _BITS[root.shape] = _shape_output_bits(root.shape)
+    return got
+
+
+def _shape_output_bits(shape) -> int:
+    shapes = [shape]
     bits = []
     while shapes:
         s = shapes.pop()
@@ -591,6 +607,9 @@ def _output_bits(root: Instruction) -> int:
         elif s.is_array:
             bits.append(bit_width(s.element_type))
     return min(bits) if bits else 8
+
+
+_MAY_PREVENT = frozenset({"dot", "sort", "concatenate", "reduce"})  # what the test below looks at
 
 
 def loop_unroll_factor(view: FusionView, root: Instruction, n: int,
@@ -603,11 +622,11 @@ def loop_unroll_factor(view: FusionView, root: Instruction, n: int,
     element; sub-byte outputs are unrolled so one thread writes whole bytes."""
     cores = (device or DEVICES["H100"]).cores
     unroll = 1
-    if n >= THREADS_PER_CORE * cores and not any(
+    if n >= THREADS_PER_CORE * cores and not (_MAY_PREVENT & view.opcodes() and any(
             m.opcode in ("dot", "sort")
             or (m.opcode == "concatenate" and len(m.operands) > MAX_CONCAT_ARGUMENTS_FOR_UNROLLING)
             or (m.opcode == "reduce" and m.shape.is_tuple)
-            for m in view.members):
+            for m in view.members)):
         unroll = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
     bits = _output_bits(root)
     return max(unroll, -(-8 // bits) if bits else 1)
