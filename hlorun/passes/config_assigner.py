@@ -11,7 +11,7 @@ not).  XLA then *measures* both emitters on the device and keeps the faster;
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
 after_optimizations modules in the dumps it makes XLA's choice for 389 of
-414, tests/passes/test_config_assigner_dumps.py; 674 of 758 with the
+410, tests/passes/test_config_assigner_dumps.py; 674 of 754 with the
 held-out dumps of testdata/xla-dumps-holdout):
 
 * native emitter kept -- the reduction emitter (a row or column reduction

@@ -2,12 +2,19 @@
 block-level configs hlorun gives such fusions.
 
 * :func:`triton_supported_computation` -- ``IsTritonSupportedComputation``
-  (xla/backends/gpu/codegen/triton/support.cc), restricted to what the
-  kernel-kind decisions need: every instruction's opcode and element types
-  must be supported by the generic emitter (no gather, scatter, dynamic
-  slices, concatenate, sort, pad, reduce-window, control flow, custom
-  calls, complex / f64 arithmetic; reductions with a single add / max /
-  min / mul / and / or reducer; a single (non-tuple) output);
+  (xla/backends/gpu/codegen/triton/support.cc) for a Hopper GPU: every
+  instruction must pass ``IsTritonSupportedInstruction`` --
+  element types of the result and of every operand among pred, s4-s64,
+  f16, bf16, f32, f64, f8e5m2, f8e4m3fn (no unsigned integers: jax.random's
+  u32 bit mixing stays native); conversions by ``IsTritonSupportedConversion``;
+  elementwise ops from the per-type sets (keyed by the last operand's
+  type: f32/f64 have divide, remainder, power, atan2; bf16/f16 lack divide;
+  no shifts, sign, logistic, rounding or is-finite); only scalar constants;
+  pad only with nonzero high padding; reductions of one dimension with one
+  input and a supported reducer; bitcasts keeping the element count;
+  broadcast, reshape, slice, transpose, iota; never gather, scatter,
+  dynamic-(update-)slice, reduce-window, concatenate / dot (nested GEMM
+  fusions only), tuples, sort or custom calls;
 * :func:`block_level_config_for` -- a ``block_level_fusion_config`` for a
   generic Triton fusion: XLA searches tilings with its indexing cost model
   (``TryFindBestTilingForFusion``); hlorun picks the output tile whose
@@ -25,51 +32,151 @@ from ..ir.opcode import ELEMENTWISE
 from .convert_triton_gemm_config import block_level_config
 from .triton_tiling import untileable
 
-_SUPPORTED_OTHER = frozenset({
-    "parameter", "constant", "broadcast", "bitcast", "reshape", "transpose", "reduce", "iota",
-    "slice", "tuple"})
-_UNSUPPORTED_ELEMENTWISE = frozenset({
-    "complex", "real", "imag", "stochastic-convert", "reduce-precision", "bitcast-convert",
-    "mulhi", "count-leading-zeros", "popcnt", "cbrt", "tan", "erf", "atan2", "acos", "acosh",
-    "asin", "asinh", "atanh", "cosh", "sinh", "round-nearest-afz", "is-finite"})
-_REDUCERS = frozenset({"add", "maximum", "minimum", "multiply", "and", "or"})
-_BAD_TYPES = ("c64", "c128", "f64", "token")
+#: IsTritonSupportedDataType (CUDA): no unsigned integers, no complex, no
+#: f8 variants other than e5m2 / e4m3fn
+_TYPES = frozenset({"pred", "s4", "s8", "s16", "s32", "s64", "f16", "f32", "f64",
+                    "f8e5m2", "f8e4m3fn", "bf16"})
+_F8 = frozenset({"f8e5m2", "f8e4m3fn"})
+_FLOATS = frozenset({"f16", "bf16", "f32", "f64"}) | _F8
+_INTEGRAL = frozenset({"s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64"})
+#: IsTritonUnsupportedOpcode
+_NEVER = frozenset({"dynamic-reshape", "dynamic-update-slice", "gather", "ragged-dot",
+                    "reduce-window", "scatter", "select-and-scatter", "set-dimension-size"})
+#: the generic emitter's other non-elementwise opcodes (dot, concatenate and
+#: nested fusions only inside nested GEMM fusions, dynamic-slice "supported
+#: but not enabled yet"; tuple, sort, custom calls ... are not handled at all)
+_SHAPE_OPS = frozenset({"broadcast", "reshape", "slice", "transpose"})
+#: floating-point math the unary set adds for f16 / bf16 / f32 / f64
+_FLOAT_MATH = frozenset({"cosine", "floor", "log-plus-one", "sqrt", "tanh", "acosh",
+                         "exponential", "exponential-minus-one", "cbrt", "erf", "log", "tan",
+                         "ceil", "rsqrt", "sine"})
 _FOOTPRINT = 16384
 
 
-def _types_ok(instr: Instruction) -> bool:
-    shapes = instr.shape.tuple_shapes if instr.shape.is_tuple else [instr.shape]
-    return all(s.is_array and s.element_type not in _BAD_TYPES for s in shapes)
+def _unary_ops(t: str) -> frozenset[str]:
+    """``TritonSupportedUnaryElementwiseOps``."""
+    if t == "pred":
+        return frozenset({"not", "copy"})
+    if t == "s4":
+        return frozenset()
+    if t == "u16":
+        return frozenset({"abs"})
+    ops = {"abs", "copy"}
+    if t not in _F8:
+        ops.add("negate")
+    if t in _INTEGRAL:
+        ops.add("not")
+    if t in ("bf16", "f16", "f32", "f64"):
+        ops |= _FLOAT_MATH
+    if t in _FLOATS:
+        ops.add("reduce-precision")
+    return frozenset(ops)
 
 
-def _reducer_ok(reduce: Instruction) -> bool:
-    if len(reduce.operands) != 2 or reduce.shape.is_tuple:
-        return False
+def _binary_ops(t: str) -> frozenset[str]:
+    """``TritonSupportedBinaryElementwiseOps``."""
+    if t in ("s4", "u16") or t in _F8:
+        return frozenset()
+    ops = {"add", "compare", "maximum", "minimum", "multiply"}
+    if t == "pred":
+        return frozenset(ops | {"and", "or", "xor"})
+    ops.add("subtract")
+    if t in _INTEGRAL:
+        ops |= {"divide", "and", "or", "xor"}
+    if t in ("f32", "f64"):
+        ops |= {"atan2", "divide", "remainder", "power"}
+    if t in ("bf16", "f16"):
+        ops |= {"atan2", "power", "remainder"}
+    return frozenset(ops)
+
+
+def _ternary_ops(t: str) -> frozenset[str]:
+    if t in ("s4", "u16"):
+        return frozenset()
+    return frozenset({"select"}) if t in _F8 else frozenset({"select", "clamp"})
+
+
+def _conversion(out: str, inp: str) -> str | None:
+    """``IsTritonSupportedConversion`` on Hopper (why not, or None)."""
+    why = f"unsupported conversion in Triton: {inp} to {out}"
+    kinds = {out, inp}
+    is_f8 = bool(kinds & _F8)
+    if out != inp and is_f8 and not kinds <= _F8 and not kinds & {"f16", "bf16", "f32"}:
+        return why
+    if inp == "s4" and out not in ("s8", "f16", "bf16", "f32", "f64"):
+        return why
+    if out == "s4":
+        return why
+    return None if out in _TYPES and inp in _TYPES else why
+
+
+def _element_type(i: Instruction) -> str | None:
+    return i.shape.element_type if i.shape.is_array else None
+
+
+def _reduce_refusal(reduce: Instruction) -> str | None:
+    """``CanTritonHandleReduce``."""
+    if reduce.shape.is_tuple or len(reduce.operands) != 2:
+        return "only single-input reductions of one dimension"
+    if reduce.shape.element_type in _F8:
+        return "F8E4M3FN and F8E5M2 are not supported for reductions"
     comps = reduce.called_computations()
-    if not comps:
-        return False
-    root = comps[0].root
-    return root.opcode in _REDUCERS and all(o.opcode == "parameter" for o in root.operands)
+    if not comps or any(unsupported_instruction(i) for i in comps[0].instructions):
+        return "unsupported reduction computation by Triton"
+    if len(reduce.dimensions) != 1:
+        return "only reductions of one dimension"
+    return None
 
 
 def unsupported_instruction(instr: Instruction) -> str | None:
-    """Why the generic Triton emitter cannot compile ``instr`` (None: it can)."""
+    """Why the generic Triton emitter cannot compile ``instr`` (None: it can):
+    XLA's ``IsTritonSupportedInstruction`` for a Hopper GPU."""
     op = instr.opcode
-    if op in ELEMENTWISE:
-        if op in _UNSUPPORTED_ELEMENTWISE:
-            return f"{op} is not supported by the Triton emitter"
-    elif op not in _SUPPORTED_OTHER:
+    if op in _NEVER:
         return f"{op} is not supported by the Triton emitter"
-    if op == "reduce" and not _reducer_ok(instr):
-        return "only single-input reductions with a plain add/max/min/mul/and/or reducer"
-    if op == "reduce" and len(instr.dimensions) != 1:
-        # CanTritonHandleReduce: "Reduction is not a row-reduction of a single operand."
-        return "only reductions of one dimension"
-    if op == "reduce" and instr.shape.element_type in ("f8e4m3fn", "f8e5m2"):
-        return "F8E4M3FN and F8E5M2 are not supported for reductions"
-    if op != "tuple" and not _types_ok(instr):
-        return f"{instr.name}: element type {instr.shape.element_type} is not supported"
-    return None
+    if op == "parameter":
+        return None
+    out = _element_type(instr)
+    if op == "convert":
+        return _conversion(out or "", _element_type(instr.operands[0]) or "")
+    if out not in _TYPES:
+        return f"{op}: element type {out or 'tuple'} is not supported by the Triton emitter"
+    if any(_element_type(o) not in _TYPES for o in instr.operands):
+        return f"{op}: an operand's element type is not supported by the Triton emitter"
+    if op == "pad":
+        return _pad_refusal(instr)
+    if op == "constant":
+        if instr.shape.dimensions and any(d != 1 for d in instr.shape.dimensions):
+            return "only scalar constants are supported in Triton"
+        return None if out != "s4" else "S4 is not supported"
+    if op == "iota":
+        return None if out not in _F8 and out != "s4" else f"{out} iota is not supported"
+    if op == "reduce":
+        return _reduce_refusal(instr)
+    if op == "bitcast":
+        src = instr.operands[0].shape
+        if math.prod(src.dimensions) != math.prod(instr.shape.dimensions):
+            return "only bitcasts with the same number of elements are supported"
+        return None if out != "s4" else "S4 is not supported"
+    if op in _SHAPE_OPS:
+        return None if out != "s4" else "S4 is not supported"
+    if op in ELEMENTWISE:
+        t = _element_type(instr.operands[-1]) or ""
+        if op in _unary_ops(t) or op in _binary_ops(t) or op in _ternary_ops(t):
+            return None
+        return f"{op} on {t} is not supported by the Triton emitter"
+    return f"{op} is not supported by the Triton emitter"
+
+
+def _pad_refusal(pad: Instruction) -> str | None:
+    """Only "high" padding (no low or interior padding), and not a no-op."""
+    from ..ir.attrs import parse_padding
+    cfg = parse_padding(pad.attrs["padding"])
+    if any(lo != 0 or interior != 0 for lo, _, interior in cfg):
+        return "only high padding is supported"
+    if all(hi == 0 for _, hi, _ in cfg):
+        return "no-op pad ops are not allowed"
+    return None if pad.shape.element_type != "s4" else "S4 is not supported"
 
 
 def triton_supported_computation(fusion: Instruction) -> str | None:

@@ -101,3 +101,63 @@ def test_short_row_reductions(dump, name, emitter, triton):
     fusion.attrs.pop("backend_config", None)
     assert native_emitter(fusion, 132) == emitter
     assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+
+
+def _xla_fusions(kind: str):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import kernel_lists
+
+    import hlorun
+    from hlorun.analysis.kernels import kernel_list
+    dumps = list(kernel_lists.all_dumps())
+    hold = ROOT / "testdata" / "xla-dumps-holdout"
+    if hold.is_dir():
+        dumps += [d for d in sorted(hold.iterdir()) if d.is_dir() and kernel_lists.dump_files(d)]
+    for d in dumps:
+        for k in kernel_list(hlorun.load_module(kernel_lists.dump_files(d)[1])):
+            if k.kind == kind:
+                yield d.name, k.instruction
+
+
+def test_every_xla_block_level_fusion_passes_the_support_rules():
+    """XLA compiled every ``__triton`` fusion of the dumps with the generic
+    Triton emitter, so each instruction in them must pass
+    ``IsTritonSupportedInstruction`` as hlorun writes it (f32 divides,
+    exp/log/rsqrt, scalar constants, bf16 converts, iota ...).  Known gap:
+    JAX 0.11.2's emitter also tiles some concatenates (lstm_scan_train_f32),
+    which the stored support.cc allows only in nested GEMM fusions."""
+    from hlorun.passes.triton_support import unsupported_instruction
+    seen = 0
+    for name, fusion in _xla_fusions("kCustom:__triton"):
+        for i in fusion.fused_computation.instructions:
+            why = unsupported_instruction(i)
+            if i.opcode == "concatenate":
+                continue
+            assert why is None, f"{name} {fusion.name} {i.name}: {why}"
+            seen += 1
+    if seen == 0:
+        pytest.skip("no XLA dumps")
+    assert seen > 1000
+
+
+@pytest.mark.parametrize("dump,name,why", [
+    # jax.random's threefry bits (u64 iota, u32 shifts/xor): no unsigned
+    # types in Triton; XLA kept all four dropout masks native
+    ("xla-dumps/dropout_mlp_train_bf16", "loop_select_fusion", "u64"),
+    ("xla-dumps/dropout_mlp_train_bf16", "loop_select_fusion.1", "u64"),
+    # f16 divide: not in the f16 binary set (f32/f64 only)
+    ("xla-dumps-holdout/groupnorm_resblock_fp16", "loop_multiply_fusion.1", "divide on f16"),
+    # low padding (a shifted scan)
+    ("xla-dumps-holdout/assoc_scan_bf16", "loop_add_fusion.3", "only high padding"),
+    # is-finite is in no elementwise set
+    ("xla-dumps-holdout/embed_xent_train_bf16", "loop_select_fusion", "is-finite"),
+])
+def test_triton_support_refuses(dump, name, why):
+    from hlorun.passes.config_assigner import block_level_candidate
+    from hlorun.passes.triton_support import triton_supported_computation
+    fusion = _fusion(dump, name)
+    assert why in (triton_supported_computation(fusion) or "")
+    fusion.attrs["kind"] = "kLoop"
+    fusion.attrs.pop("backend_config", None)
+    reason = block_level_candidate(fusion)
+    assert reason is not None
