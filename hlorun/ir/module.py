@@ -661,12 +661,15 @@ class Module:
                             return self.computation_post_order()
         return list(self.computations)
 
-    def computation_post_order(self) -> list[Computation]:
+    def computation_post_order(self, fused: set[Computation] | None = None
+                               ) -> list[Computation]:
         """XLA's ``MakeComputationPostOrder(dfs_postorder=true)``: for each
         computation nobody calls (in module order), its embedded
-        computations (callees first) and then itself."""
+        computations (callees first) and then itself.  ``fused``, if given,
+        receives the computations fusion instructions call (found in the
+        same scan)."""
         comps = self.computations
-        calls = _module_call_lists(comps)
+        calls = _module_call_lists(comps, fused)
         called: set[Computation] = set()
         for lists in calls.values():
             for cc in lists:
@@ -809,8 +812,10 @@ def _call_lists(comp: Computation,
     return got
 
 
-def _module_call_lists(comps: list[Computation]) -> dict[Computation, list[list[Computation]]]:
-    """:func:`_call_lists` of every computation in ``comps``."""
+def _module_call_lists(comps: list[Computation], fused: set[Computation] | None = None
+                       ) -> dict[Computation, list[list[Computation]]]:
+    """:func:`_call_lists` of every computation in ``comps`` (and, into
+    ``fused`` if given, the fused computations of its fusion instructions)."""
     memo: dict[Computation, list[list[Computation]]] = {}
     for c in comps:
         got = None
@@ -820,12 +825,16 @@ def _module_call_lists(comps: list[Computation]) -> dict[Computation, list[list[
                 # only an instruction with a non-text attribute value can
                 # call anything (most have none: skip the call)
                 for v in a.values():
-                    if type(v) is not str:
+                    if v.__class__ is not str:
                         cc = i.called_computations()
                         if cc:
                             if got is None:
                                 got = []
                             got.append(cc)
+                            if fused is not None and i.opcode == "fusion":
+                                fc = i.fused_computation
+                                if fc is not None:
+                                    fused.add(fc)
                         break
         memo[c] = got or _NO_CALLS
     return memo
@@ -865,7 +874,7 @@ def calls_something(instr: Instruction) -> bool:
     is text (most instructions): then ``called_computations()`` is empty,
     and a scan over a module can skip the call."""
     for v in instr.attrs.values():
-        if type(v) is not str:
+        if v.__class__ is not str:
             return True
     return False
 

@@ -37,13 +37,8 @@ def nonfusion_computations(module: Module) -> list[Computation]:
     """``HloModule::MakeNonfusionComputations``: post order, without the
     computations that fusion instructions call."""
     fused: set[Computation] = set()
-    for comp in module.computations:
-        for instr in comp._instructions:
-            if instr.opcode == "fusion":
-                c = instr.fused_computation
-                if c is not None:
-                    fused.add(c)
-    return [c for c in module.computation_post_order() if c not in fused]
+    order = module.computation_post_order(fused)  # (one scan finds both)
+    return [c for c in order if c not in fused]
 
 
 #: visitor class -> opcode -> handler function (looked up once per class:
