@@ -11,7 +11,7 @@ not).  XLA then *measures* both emitters on the device and keeps the faster;
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
 after_optimizations modules in the dumps it makes XLA's choice for 389 of
-410, tests/passes/test_config_assigner_dumps.py; 674 of 754 with the
+410, tests/passes/test_config_assigner_dumps.py; 677 of 754 with the
 held-out dumps of testdata/xla-dumps-holdout):
 
 * native emitter kept -- the reduction emitter (a row or column reduction
@@ -22,6 +22,10 @@ held-out dumps of testdata/xla-dumps-holdout):
   mostly padding: cnn_fp16's NCHW->NHWC input and first filter), and a
   shared-memory transpose of at most one 32x32 tile (one thread block
   either way: convnet_train_bf16's first filter and its gradient);
+* native emitter kept -- any reduction whose reduced dimension is a
+  bitcast/reshape collapse of two or more dimensions longer than 1 (the
+  Triton tile would have to span the collapsed extent; XLA kept all 99 such
+  reductions in the dumps native), whatever class below it would fall in;
 * block-level Triton chosen -- a column reduction whose kept minor extent
   is narrower than a warp (32): the native column-reduction emitter gives
   each warp 32 adjacent columns, so most lanes idle (XLA picked Triton for
@@ -118,6 +122,8 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     hero = find_hero(body.root, members)
     if hero.opcode == "reduce" and is_real_reduction_hero(body.root, hero):
         dims = reduction_dims(hero)
+        if _reduced_dimension_collapsed(hero, members):
+            return "row-reduction" if dims.is_row else "column-reduction"
         if dims.is_row:
             if dims.dims[0] * dims.dims[1] == 1:
                 # a full reduction to one value: Triton unless its input is an
@@ -154,6 +160,26 @@ def _rows_per_warp(row: int) -> int:
     if row >= WARP_SIZE or WARP_SIZE % row:
         return 1
     return WARP_SIZE // row
+
+
+def _reduced_dimension_collapsed(reduce: Instruction, members: set) -> bool:
+    """Whether a reduced dimension of ``reduce`` is a bitcast or reshape
+    (inside the fusion, reaching the reduce through same-shape elementwise
+    ops) that collapses two or more dimensions longer than 1
+    (``f32[4,64,256]`` -> ``f32[256,256]`` reduced over dimension 0): the
+    block-level emitter would have to tile the reduced extent through that
+    reshape (``SymbolicTileAnalysis`` puts the collapsed sizes' divisibility
+    constraints on the tile).  XLA kept every such reduction on the native
+    reduction emitter in the dumps (99 of 99: the transformers' bias and
+    layer-norm gradient column sums, encdec_cross_attn's [4,64] -> 256
+    column sums, single-row loss means), so none of the Triton-favoring
+    short/narrow classes below applies to it."""
+    from .triton_tiling import _reshape_feeding, collapsed_groups
+    src = _reshape_feeding(reduce.operands[0], members)
+    if src is None or not src.operands[0].shape.is_array:
+        return False
+    groups = collapsed_groups(tuple(src.operands[0].shape.dimensions), tuple(src.shape.dimensions))
+    return any(len([s for s in groups.get(d, ()) if s != 1]) > 1 for d in reduce.dimensions)
 
 
 def _collapses_into_row(reduce: Instruction) -> bool:

@@ -161,3 +161,22 @@ def test_triton_support_refuses(dump, name, why):
     fusion.attrs.pop("backend_config", None)
     reason = block_level_candidate(fusion)
     assert reason is not None
+
+
+@pytest.mark.parametrize("dump,name,emitter", [
+    # encdec's f32[4,64,256] -> [256,256] column sums over the collapsed
+    # [4,64] (XLA: native, while resnet's plain [128,64] sums went Triton)
+    ("xla-dumps-holdout/encdec_cross_attn_bf16", "input_reduce_fusion", "column-reduction"),
+    ("xla-dumps-holdout/encdec_cross_attn_bf16", "input_reduce_fusion.2", "column-reduction"),
+    # a plain f32[128,64] column sum of the same class stays Triton
+    ("xla-dumps-holdout/resnet_bn_train_bf16", "input_reduce_fusion.25", "short-column-reduction"),
+])
+def test_collapsed_reduced_dimension_stays_native(dump, name, emitter):
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kInput"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == emitter
+    triton = emitter == "short-column-reduction"
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
