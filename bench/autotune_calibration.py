@@ -8,6 +8,8 @@ GEMMs the fit never saw.
                                                          # and residuals_<dev>.csv
     python bench/autotune_calibration.py --residuals     # only rewrite residuals_<dev>.csv (train split)
     python bench/autotune_calibration.py --cv            # also 5-fold CV by shape within the train split
+    python bench/autotune_calibration.py --misses        # backend misses by class (CV folds of the
+                                                         # train split, and the held-out split)
 
 Data: ``hlorun/autotune/data`` (XLA's own autotune logs: every Triton
 config and cuBLASLt algorithm it timed, per GEMM; split by GEMM shape into
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from dataclasses import replace
@@ -106,6 +109,80 @@ def cross_validate(dev: str, folds: int = 5, settings=None) -> dict:
     return {k: j[k] for k in KEYS}
 
 
+def _classes(g) -> dict:
+    p = g.problem
+    gf = 2.0 * p.batch * p.m * p.n * p.k / 1e9
+    margin = "one backend"
+    if g.triton and g.blas:
+        r = abs(math.log(min(c.ns for c in g.blas) / min(c.ns for c in g.triton)))
+        margin = "<5%" if r < 0.05 else "5-10%" if r < 0.1 else "10-25%" if r < 0.25 else ">25%"
+    return {"dtype": g.case.get("dtype", ""), "epilogue": g.case.get("epilogue", ""),
+            "shape": g.case.get("category", ""), "batch": "batched" if p.batch > 1 else "single",
+            "layout": f"lhs {'K' if p.lhs_k_major else 'M'}-major, rhs {'K' if p.rhs_k_major else 'N'}-major",
+            "size": "<0.1 GFLOP" if gf < 0.1 else "0.1-1 GFLOP" if gf < 1 else "1-10 GFLOP" if gf < 10 else ">=10 GFLOP",
+            "split_k": "split-K timed" if any(c.triton and c.triton.split_k > 1 for c in g.triton) else "no split-K",
+            "measured margin": margin}
+
+
+def run_to_run(dev: str) -> dict:
+    """XLA against itself: GEMMs whose every candidate was timed in two
+    independent autotuning runs.  How often its own rule picks the other
+    backend on the second run's times, and the Spearman of the two runs'
+    candidate times -- the ceiling a model of the expected times can reach."""
+    from hlorun.autotune.calibrate import pick_best, spearman
+    out: dict = {}
+    for g in D.load(dev):
+        if not g.triton or not g.blas or not all(c.ns_repeat for c in g.candidates):
+            continue
+        p = g.problem
+        size = "under 1 GFLOP" if 2.0 * p.batch * p.m * p.n * p.k < 1e9 else "1 GFLOP or more"
+        first = pick_best(g.candidates, lambda c: c.ns, lambda c: c.scratch_bytes).backend
+        second = pick_best(g.candidates, lambda c: c.ns_repeat, lambda c: c.scratch_bytes).backend
+        a = [c.ns for c in g.triton] + [min(c.ns for c in g.blas)]
+        b = [c.ns_repeat for c in g.triton] + [min(c.ns_repeat for c in g.blas)]
+        for key in (size, "all"):
+            t = out.setdefault(key, {"gemms": 0, "backend_flips": 0, "rho": []})
+            t["gemms"] += 1
+            t["backend_flips"] += first != second
+            t["rho"].append(spearman(a, b))
+    for t in out.values():
+        rs = sorted(r for r in t.pop("rho") if not math.isnan(r))
+        t["run_vs_run_median_spearman"] = round(rs[len(rs) // 2], 3) if rs else None
+        t["agreement_pct"] = round(100.0 * (1 - t["backend_flips"] / t["gemms"]), 1)
+    return out
+
+
+def misses(dev: str, folds: int = 5) -> dict:
+    """Backend misses per class: the train split's CV folds (each evaluated
+    with a neighbour table from the other folds) and the held-out split."""
+    import hashlib
+    from hlorun.autotune import neighbours
+    from hlorun.autotune.fit import residual_rows
+    device = get_device(dev)
+    base = replace(params_for(device), measured_device="")
+    train = D.load(dev, "train")
+    fold = lambda g: hashlib.sha256(f"{g.problem.batch}x{g.problem.m}x{g.problem.n}x{g.problem.k}".encode()).digest()[1] % folds  # noqa: E731
+    out = {}
+    pairs = []
+    for f in range(folds):
+        name = f"{dev}/cv{f}"
+        neighbours.REGISTERED[name] = neighbours.Table(residual_rows([g for g in train if fold(g) != f], device, base))
+        part = [g for g in train if fold(g) == f]
+        pairs += list(zip(part, evaluate(part, device, replace(base, measured_device=name)).cases))
+        del neighbours.REGISTERED[name]
+    test = D.load(dev, "test")
+    for split, ps in (("train_cv", pairs), ("test", list(zip(test, evaluate(test, device).cases)))):
+        tab: dict = {}
+        for g, c in ps:
+            for key, val in _classes(g).items():
+                t = tab.setdefault(key, {}).setdefault(val, {"gemms": 0, "misses": 0, "xla_triton_model_blas": 0})
+                t["gemms"] += 1
+                t["misses"] += not c.agrees
+                t["xla_triton_model_blas"] += (not c.agrees) and c.xla_backend == "triton"
+        out[split] = tab
+    return out
+
+
 def report(device: str, split: str | None, run: str | None = None) -> dict:
     """``run``: "first" -- the GEMMs of the first collection runs (ids without
     a tag), "small" -- the small-GEMM runs (ids ``s_*``), "mix" -- the
@@ -134,7 +211,16 @@ def main() -> int:
     ap.add_argument("--residuals", action="store_true",
                     help="rewrite data/residuals_<dev>.csv (the neighbour correction) from the train split")
     ap.add_argument("--sweep", default=str(Path(__file__).resolve().parents[2] / "shared/xla-dumps/gemm_sweep"))
+    ap.add_argument("--misses", action="store_true", help="backend misses by class (train CV folds and test)")
     a = ap.parse_args()
+    if a.misses:
+        for dev in [d.upper() for d in a.device] if a.device else D.available_devices():
+            for split, tab in misses(dev).items():
+                print(f"== {dev} {split}: backend misses by class (misses/GEMMs; of them XLA Triton, model BLAS)")
+                for key, vals in tab.items():
+                    print(f"  {key}: " + "; ".join(f"{v} {t['misses']}/{t['gemms']} ({t['xla_triton_model_blas']})"
+                                                  for v, t in sorted(vals.items(), key=lambda kv: -kv[1]['misses'])))
+        return 0
     devices = [d.upper() for d in a.device] if a.device else D.available_devices()
     doc: dict = {"devices": {}}
     for dev in devices:
@@ -154,7 +240,8 @@ def main() -> int:
                                "params": params_for(get_device(dev)).source,
                                "test": report(dev, "test"), "test_first_runs": report(dev, "test", "first"),
                                "test_small_run": report(dev, "test", "small"),
-                               "test_mix_runs": report(dev, "test", "mix"), "train": report(dev, "train")}
+                               "test_mix_runs": report(dev, "test", "mix"), "train": report(dev, "train"),
+                               "xla_run_to_run": run_to_run(dev)}
         if a.cv:
             doc["devices"][dev]["train_cv"] = cross_validate(dev)
     sweep = Path(a.sweep)
@@ -186,6 +273,9 @@ def main() -> int:
                   f"({x['backend_agreement_pct']}%), Spearman median {x['median_spearman']:.2f} "
                   f"(<1 GFLOP {x['median_spearman_under_1_gflop']:.2f}), worst decile {x['worst_decile_spearman']:.2f}, "
                   f"chosen config within 25%: {x['chosen_config_within_25pct']:.0%}")
+        for size, t in r["xla_run_to_run"].items():
+            print(f"  XLA vs itself ({size}, {t['gemms']} GEMMs timed twice): same backend "
+                  f"{t['agreement_pct']}%, run-vs-run Spearman median {t['run_vs_run_median_spearman']}")
     if "gemm_sweep_H200_unseen" in doc:
         x = doc["gemm_sweep_H200_unseen"]
         print(f"== gemm_sweep (H200, unseen): backend agreement {x['backend_agreement']}, Spearman median "

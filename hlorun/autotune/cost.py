@@ -14,8 +14,9 @@ K steps; one step costs the slowest of
 * ``latency``: ``load_latency / stages`` -- a load in flight per pipeline stage;
 
 times fitted layout factors: an operand not K-major where the MMA needs it,
-rows not a multiple of 16 bytes (``unaligned_rows``), and a masked K loop
-(Triton, K not a multiple of block_k x split_k).
+rows not a multiple of 16 bytes (``unaligned_rows``), a masked K loop
+(Triton, K not a multiple of block_k x split_k), and a K-major rhs of a dot
+on the FMA units (f32 at HIGHEST precision).
 
     time = launch + max(waves x (iters x step + cta_overhead),   (per-CTA work)
                         dram bytes / HBM bandwidth,                (roofline)
@@ -84,6 +85,11 @@ class CostParams:
     #: split_k: XLA's emitter then masks both operand tiles in every K step
     #: (``need_masking``), per operand width (8-bit, wider)
     masked_k: dict = field(default_factory=lambda: {"8bit": 1.0, "wide": 1.0})
+    #: per K step of a dot on the FMA units (f32 at HIGHEST precision: no tensor
+    #: cores) whose rhs is K-major: the outer-product loop reads a row of the
+    #: rhs tile per k, so a K-major rhs tile is read across its minor
+    #: dimension (strided shared-memory loads / a layout conversion)
+    fma_rhs_k_major: dict = field(default_factory=lambda: {"triton": 1.0, "blas": 1.0})
     #: efficiency per backend kind and class (x the device's peak)
     eff: dict = field(default_factory=lambda: {
         ("triton", "f16"): 0.75, ("triton", "tf32"): 0.5, ("triton", "f32"): 0.5,
@@ -115,6 +121,7 @@ class CostParams:
         d["tile_factors"] = dict(sorted(self.tile_factors.items()))
         d["transpose"], d["unaligned"] = dict(self.transpose), dict(self.unaligned)
         d["masked_k"] = dict(self.masked_k)
+        d["fma_rhs_k_major"] = dict(self.fma_rhs_k_major)
         d.pop("measured_device", None)
         return d
 
@@ -271,6 +278,7 @@ class Geometry:
     transposed: Any       # 1: an operand is not K-major and the MMA needs it
     unaligned: Any        # 1: an operand's or the output's rows are not a multiple of 16 bytes
     masked_k: Any         # 1: a Triton kernel whose K steps are masked (K % (block_k*split_k) != 0)
+    fma_rhs: Any          # 1: FMA-unit dot (f32 at HIGHEST) with a K-major rhs
     narrow: Any           # 1: 8-bit operands
     unfused_kernels: Any  # separate prologue/epilogue kernels (BLAS)
     unfused_bytes: Any
@@ -305,7 +313,7 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         blas=int(kind == "blas"), unfused_kernels=n_unf, unfused_bytes=float(unf_bytes),
         transposed=int(eff_class(p) in ("fp8", "int8", "tf32") and not (p.lhs_k_major and p.rhs_k_major)),
         unaligned=int(unaligned_rows(p)), masked_k=int(kind == "triton" and p.k % (bk * sk) != 0),
-        narrow=int(op_bytes == 1))
+        narrow=int(op_bytes == 1), fma_rhs=int(eff_class(p) == "f32" and p.rhs_k_major))
 
 
 
@@ -329,7 +337,8 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
                                    else (min(g.stages, g.iters) if xp is math else xp.minimum(g.stages, g.iters)))
     layout = sel(g.transposed, sel(g.blas, P.transpose["blas"], P.transpose["triton"]), 1.0) \
         * sel(g.unaligned, sel(g.blas, P.unaligned["blas"], P.unaligned["triton"]), 1.0) \
-        * sel(g.masked_k, sel(g.narrow, P.masked_k["8bit"], P.masked_k["wide"]), 1.0)
+        * sel(g.masked_k, sel(g.narrow, P.masked_k["8bit"], P.masked_k["wide"]), 1.0) \
+        * sel(g.fma_rhs, sel(g.blas, P.fma_rhs_k_major["blas"], P.fma_rhs_k_major["triton"]), 1.0)
     step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout
     fixed = P.cta_us * 1e-6 + P.latency_us * 1e-6 + (g.stages - 1) * P.stage_fill_ns * 1e-9
     cta = g.iters * step + fixed * sel(g.blas, P.blas_cta_overlap, 1.0)

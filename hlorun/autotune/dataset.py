@@ -55,6 +55,12 @@ class MeasuredCandidate:
     def label(self) -> str:
         return f"triton:{self.triton.label}" if self.triton else f"{self.backend}:algo{self.algorithm}"
 
+    @property
+    def ns_mean(self) -> float:
+        """The run time to fit on: the geometric mean of the two runs where the
+        candidate was timed twice (half the variance of one run), else ``ns``."""
+        return (self.ns * self.ns_repeat) ** 0.5 if self.ns_repeat else self.ns
+
 
 @dataclass
 class MeasuredGemm:

@@ -94,13 +94,13 @@ class Problemset:
                 tkeys.append(tile_keys(cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps,
                                        cfg.is_tma_allowed and device.tma))
                 tcls.append(cls)
-                tmeas.append(c.ns)
+                tmeas.append(c.ns_mean)
                 tgemm.append(gi)
             for t in blas_tiles(p, device):
                 bg.append(_blas_geometry(p, device, t))
                 bcls.append(len(CLASSES) + cls)
                 bgemm.append(gi)
-            self.blas_meas.append(min(c.ns for c in g.blas))
+            self.blas_meas.append(min(c.ns_mean for c in g.blas))
         self.tri = _stack(tg)
         from collections import Counter
         cnt = Counter(k for ks in tkeys for k in ks)
@@ -150,6 +150,7 @@ class Problemset:
 def _vector(P: CostParams, keys: Sequence[str]) -> np.ndarray:
     x = [getattr(P, n) for n in SCALARS] + [P.base_eff(k, c) for k in KINDS for c in CLASSES]
     x += [P.transpose[k] for k in KINDS] + [P.unaligned[k] for k in KINDS] + [P.masked_k[w] for w in WIDTHS]
+    x += [P.fma_rhs_k_major[k] for k in KINDS]
     x += [P.tile_factors.get(k, 1.0) for k in keys]
     return np.log(np.array(x, dtype=float))
 
@@ -169,8 +170,11 @@ def _params(x: np.ndarray, base: CostParams, source: str, keys: Sequence[str]) -
     i += len(KINDS)
     mk = {w: float(v[i + j]) for j, w in enumerate(WIDTHS)}
     i += len(WIDTHS)
+    fr = {k: float(v[i + j]) for j, k in enumerate(KINDS)}
+    i += len(KINDS)
     tf = {k: float(v[i + j]) for j, k in enumerate(keys)}
-    return replace(base, **kw, eff=eff, transpose=tr, unaligned=un, masked_k=mk, tile_factors=tf, source=source)
+    return replace(base, **kw, eff=eff, transpose=tr, unaligned=un, masked_k=mk, fma_rhs_k_major=fr,
+                   tile_factors=tf, source=source)
 
 
 def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = PARAMS,
@@ -180,9 +184,9 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
     present = {eff_class(g.problem) for g in ps.gemms}
     nk = len(ps.keys)
     lo = [math.log(BOUNDS[n][0]) for n in SCALARS] + [math.log(EFF_BOUNDS[0])] * (2 * len(CLASSES)) \
-        + [math.log(LAYOUT_BOUNDS[0])] * 6 + [math.log(TILE_BOUNDS[0])] * nk
+        + [math.log(LAYOUT_BOUNDS[0])] * 8 + [math.log(TILE_BOUNDS[0])] * nk
     hi = [math.log(BOUNDS[n][1]) for n in SCALARS] + [math.log(EFF_BOUNDS[1])] * (2 * len(CLASSES)) \
-        + [math.log(LAYOUT_BOUNDS[1])] * 6 + [math.log(TILE_BOUNDS[1])] * nk
+        + [math.log(LAYOUT_BOUNDS[1])] * 8 + [math.log(TILE_BOUNDS[1])] * nk
     x0 = np.clip(_vector(start, ps.keys), np.array(lo) + 1e-9, np.array(hi) - 1e-9)
     # classes without data keep their start value
     frozen = [len(SCALARS) + ki * len(CLASSES) + ci for ki in range(2) for ci, c in enumerate(CLASSES)
