@@ -316,8 +316,6 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         narrow=int(op_bytes == 1), fma_rhs=int(eff_class(p) == "f32" and p.rhs_k_major))
 
 
-
-
 def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
     """The model's terms in seconds.  ``xp``: ``math``-like module for
     scalars, or numpy for arrays (the fitter); ``eff`` the base efficiency,
@@ -391,10 +389,6 @@ def tile_label(tile: Tile) -> str:
     if tile.split_k > 1:
         s += f"/sk{tile.split_k}"
     return s + f"/s{tile.stages}/w{tile.warps}" + ("/tma" if tile.tma else "")
-
-
-
-
 
 
 def blas_warps(bm: int, bn: int) -> int:
