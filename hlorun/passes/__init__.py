@@ -45,6 +45,8 @@ REGISTRY: dict[str, str] = {
     "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
     "float-normalization-bf16": "hlorun.passes.float_normalization:FloatNormalization",
+    "fusion-block-level-rewriter":
+        "hlorun.passes.fusion_block_level_rewriter:FusionBlockLevelRewriter",
     "fusion-wrapper": "hlorun.passes.fusion_wrapper:FusionWrapper",
     "gather_simplifier": "hlorun.passes.gather_simplifier:GatherSimplifier",
     "gemm-fusion": "hlorun.passes.gemm_fusion:GemmFusionAlias",

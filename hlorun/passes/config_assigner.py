@@ -82,7 +82,7 @@ from .priority_fusion.analysis import (WARP_SIZE, find_hero, fusible_computation
                                        fusion_backend_kind, is_real_reduction_hero,
                                        reduction_dims, tiled_transpose)
 from .priority_fusion.model import device_of
-from .triton_support import block_level_config_for, triton_supported_computation
+from .triton_support import make_block_level, triton_supported_computation
 
 
 def _real_reduce(i: Instruction) -> bool:
@@ -327,19 +327,7 @@ class ConfigAssigner(Pass):
                                 f"expects it to beat the block-level emitter)", "missed",
                         rule="native", emitter=emitter)
             return False
-        bc = fusion.backend_config
-        bc = dict(bc) if isinstance(bc, dict) else {}
-        fbc = dict(bc.get("fusion_backend_config") or {})
-        fbc["kind"] = "__triton"
-        fbc["block_level_fusion_config"] = block_level_config_for(fusion)
-        bc["fusion_backend_config"] = fbc
-        for key, default in (("device_type", "DEVICE_TYPE_INVALID"),
-                             ("force_earliest_schedule", False), ("operation_queue_id", "0"),
-                             ("reification_cost", [])):
-            bc.setdefault(key, default)
-        fusion.set_backend_config(bc)
-        fusion.attrs["kind"] = "kCustom"
-        tiles = fbc["block_level_fusion_config"]["output_tiles"][0]["sizes"]
+        tiles = make_block_level(fusion)
         self.remark(fusion, f"{fusion.name} becomes a block-level Triton fusion (native emitter "
                             f"would be {emitter}); output tile [{','.join(tiles)}]", "applied",
                     rule="block-level", emitter=emitter)

@@ -233,4 +233,24 @@ def block_level_config_for(fusion: Instruction) -> dict:
     return block_level_config(tiles, num_warps=warps)
 
 
-__all__ = ["block_level_config_for", "triton_supported_computation", "unsupported_instruction"]
+def make_block_level(fusion: Instruction) -> list[str]:
+    """Make ``fusion`` a generic Triton fusion (``kind=kCustom``,
+    ``{"kind":"__triton","block_level_fusion_config":...}``, as XLA's
+    ``BlockLevelEmitterBackend::ApplyConfig`` and FusionBlockLevelRewriter
+    write it); returns the output tile sizes."""
+    bc = fusion.backend_config
+    bc = dict(bc) if isinstance(bc, dict) else {}
+    fbc = dict(bc.get("fusion_backend_config") or {})
+    fbc["kind"] = "__triton"
+    fbc["block_level_fusion_config"] = block_level_config_for(fusion)
+    bc["fusion_backend_config"] = fbc
+    for key, default in (("device_type", "DEVICE_TYPE_INVALID"),
+                         ("force_earliest_schedule", False), ("operation_queue_id", "0"),
+                         ("reification_cost", [])):
+        bc.setdefault(key, default)
+    fusion.set_backend_config(bc)
+    fusion.attrs["kind"] = "kCustom"
+    return fbc["block_level_fusion_config"]["output_tiles"][0]["sizes"]
+
+
+__all__ = ["block_level_config_for", "make_block_level", "triton_supported_computation", "unsupported_instruction"]
