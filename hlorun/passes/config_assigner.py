@@ -18,8 +18,9 @@ held-out dumps of testdata/xla-dumps-holdout):
   hero: its tiled, vectorised kernels are what Triton is measured against
   and they usually win), the loop emitter over a transpose that keeps
   the minor dimension (coalesced anyway) or moves it to a result whose
-  minor dimension is shorter than 8 elements (a Triton tile would be
-  mostly padding: cnn_fp16's NCHW->NHWC input and first filter), and a
+  minor rows are shorter than one 32-byte memory sector (a Triton tile
+  writes no more coalesced than the loop emitter: cnn_fp16's NCHW->NHWC
+  input and first filter, depthwise_conv_fp16's f16[384,3,3,1] filter), and a
   shared-memory transpose of at most one 32x32 tile (one thread block
   either way: convnet_train_bf16's first filter and its gradient);
 * native emitter kept -- any reduction whose reduced dimension is a
@@ -54,7 +55,7 @@ held-out dumps of testdata/xla-dumps-holdout):
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
   transposes) of elements narrower than 4 bytes (f32 transposes measured
   faster native), a loop transpose that moves the minor dimension to a
-  result minor dimension of 8 or more elements (uncoalesced natively:
+  result whose minor rows fill a 32-byte sector or more (uncoalesced natively:
   cnn_fp16's OIHW->OHWI filters, moe_topk_train's f32[512,8] transpose),
   and loop fusions that compute reductions elementally (a
   reduce that is not the hero, or too small for the reduction emitter:
@@ -214,9 +215,12 @@ def _moves_minor(t: Instruction) -> bool:
     return len(perm) >= 2 and perm[-1] != len(perm) - 1
 
 
-#: the shortest result minor dimension a block-level transpose tile is
-#: measured worth it for (fitted: minor 3 stays native, 16 and 512 go Triton)
-MIN_TRITON_TRANSPOSE_MINOR = 8
+#: the shortest result minor row, in bytes, a block-level transpose tile is
+#: measured worth it for: one 32-byte DRAM sector (in the dumps f16 rows of
+#: 3 and 9 elements stayed native, f16 rows of 16 and f32 rows of 512 went
+#: Triton; the f32 rows of 8 of conv1d_tcn are slow loop transposes that
+#: fusion-block-level-rewriter makes Triton anyway)
+MIN_TRITON_TRANSPOSE_ROW_BYTES = 32
 #: a shared-memory transpose tile (NUM_SHMEM_BANKS x NUM_SHMEM_BANKS elements)
 ONE_TRANSPOSE_TILE = 32 * 32
 
@@ -258,14 +262,16 @@ def _hero_elements(fusion: Instruction) -> int:
     return math.prod(find_hero(body.root, set(body.instructions)).shape.dimensions)
 
 
-def _result_minor(fusion: Instruction) -> int:
-    """The minor dimension of the (first) minor-moving transpose's result."""
+def _result_minor(fusion: Instruction) -> tuple[int, int]:
+    """(elements, bytes) of the minor row of the (first) minor-moving
+    transpose's result."""
+    from ..ir.shape import byte_width
     from .priority_fusion.transpose_emitter import normalized_transpose
     for t in fusion.fused_computation.instructions:
         if t.opcode == "transpose" and _moves_minor(t):
             dims, _ = normalized_transpose(list(t.operands[0].shape.dimensions), list(t.dimensions))
-            return dims[-1]
-    return 0
+            return dims[-1], dims[-1] * byte_width(t.shape.element_type)
+    return 0, 0
 
 
 def _outputs(fusion: Instruction) -> int:
@@ -310,11 +316,12 @@ class ConfigAssigner(Pass):
                                 f"tile (one thread block either way)", "missed",
                         rule="native", emitter=emitter)
             return False
-        if emitter == "loop-transpose-minor" and _result_minor(fusion) < MIN_TRITON_TRANSPOSE_MINOR:
+        if emitter == "loop-transpose-minor" and \
+                _result_minor(fusion)[1] < MIN_TRITON_TRANSPOSE_ROW_BYTES:
+            n, nbytes = _result_minor(fusion)
             self.remark(fusion, f"{fusion.name} stays on the native loop emitter: the transposed "
-                                f"result's minor dimension has {_result_minor(fusion)} elements, "
-                                f"fewer than a block-level tile needs "
-                                f"({MIN_TRITON_TRANSPOSE_MINOR})", "missed",
+                                f"result's minor rows have {n} elements ({nbytes} bytes), less "
+                                f"than a {MIN_TRITON_TRANSPOSE_ROW_BYTES}-byte sector", "missed",
                         rule="native", emitter=emitter)
             return False
         if emitter == "transpose" and _transpose_width(fusion) >= 4:

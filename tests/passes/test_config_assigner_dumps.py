@@ -60,6 +60,9 @@ def _fusion(dump: str, name: str):
     import hlorun
     d = ROOT / "testdata" / dump
     if not d.is_dir():
+        # ../shared/xla-dumps (cnn_fp16 ...)
+        d = kernel_lists.SHARED / dump
+    if not d.is_dir():
         pytest.skip(f"no dump {dump}")
     module = hlorun.load_module(kernel_lists.dump_files(d)[1])
     return next(i for c in module.computations for i in c.instructions if i.name == name)
@@ -179,4 +182,22 @@ def test_collapsed_reduced_dimension_stays_native(dump, name, emitter):
     fusion.attrs.pop("backend_config", None)
     assert native_emitter(fusion, 132) == emitter
     triton = emitter == "short-column-reduction"
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+
+
+@pytest.mark.parametrize("dump,name,triton", [
+    # f16 result rows of 9 elements (18 bytes, less than a 32-byte sector): XLA native
+    ("xla-dumps-holdout/depthwise_conv_fp16", "wrapped_transpose.1", False),
+    # f16 result rows of 3 elements (cnn_fp16's NCHW -> NHWC input): XLA native
+    ("xla-dumps/cnn_fp16", "wrapped_transpose", False),
+    # f16 result rows of 16 elements (32 bytes, the OIHW -> OHWI filters): XLA Triton
+    ("xla-dumps/cnn_fp16", "wrapped_transpose.2", True),
+])
+def test_minor_moving_loop_transposes(dump, name, triton):
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kLoop"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == "loop-transpose-minor"
     assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
