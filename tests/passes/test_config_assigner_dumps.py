@@ -173,6 +173,11 @@ def test_triton_support_refuses(dump, name, why):
     ("xla-dumps-holdout/encdec_cross_attn_bf16", "input_reduce_fusion.2", "column-reduction"),
     # a plain f32[128,64] column sum of the same class stays Triton
     ("xla-dumps-holdout/resnet_bn_train_bf16", "input_reduce_fusion.25", "short-column-reduction"),
+    # gpt_ln's f32[512,384] -> [384] layer-norm gradient sums read as a plain
+    # [512,384] parameter: Triton (XLA: 7 of 7); the same sums over a
+    # collapsed f32[4,128,384] stay native (XLA: 7 of 7)
+    ("xla-dumps-holdout/gpt_ln_3l_bf16", "input_reduce_fusion.15", "short-column-reduction"),
+    ("xla-dumps-holdout/gpt_ln_3l_bf16", "input_reduce_fusion.1", "column-reduction"),
 ])
 def test_collapsed_reduced_dimension_stays_native(dump, name, emitter):
     from hlorun.passes.base import Target
