@@ -7,9 +7,11 @@ A kernel's time is ``compute + memory - 0.95 * min(compute, memory)``
 
 * memory: per input, the first read of each byte from DRAM and re-reads
   (a broadcast reading one element many times) from L1/L2 at 2.5x / 8x the
-  DRAM bandwidth when the input fits (``ReadTimeWithDRAMHeuristic``); an
-  input read through a transpose of its minor dimension is uncoalesced
-  (element size / 64-byte transactions of the bandwidth); bandwidth is
+  DRAM bandwidth when the input fits (``ReadTimeWithDRAMHeuristic``); a
+  kernel that is not a transpose kernel and holds a transpose of the minor
+  dimension reads every input uncoalesced (``IsReadCoalescedHeuristic``,
+  :mod:`.coalescing`: element size / 64-byte transactions of the
+  bandwidth); bandwidth is
   capped at ``blocks x clock x 32 transactions`` (``AdjustBandwidth``);
   the output is written once at DRAM bandwidth;
 * compute: per element evaluation of an elementwise op, the clock cycles
@@ -45,6 +47,7 @@ from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import bit_width, byte_width
 from ..base import Target
 from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, SM90, computation_flops
+from .coalescing import has_bad_transpose
 from .analysis import FusionView, concatenate_hero, emitter_kind, fused_members, reduction_dims, tiled_transpose
 
 LAUNCH_US = 1.0
@@ -467,6 +470,14 @@ def read_entries(ext_reads: dict, device: Device) -> tuple[list, int, int]:
     return out, total_read, net_read
 
 
+def _bad_transpose(unit: Instruction, members=None) -> bool:
+    """The heuristic's ``is_bad_transpose`` of one unit (:mod:`.coalescing`)."""
+    if unit.opcode != "fusion":
+        return has_bad_transpose((unit,))
+    body = unit.fused_computation
+    return has_bad_transpose(members(body) if members is not None else fused_members(body))
+
+
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
              members=None, side_output_bytes: int = 0, kind: str | None = None,
              walks=None) -> Estimate:
@@ -496,6 +507,8 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
         walk = _utilization(u, root, kind)
     flops, uncoalesced = walk.flops, walk.uncoalesced
     entries, total_read, net_read = walk.reads or read_entries(walk.ext_reads, device)
+    if kind != "transpose" and any(_bad_transpose(x, members) for x in units):
+        uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none
     blocks, threads = launch_dims(kind, view, root, device)
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0
