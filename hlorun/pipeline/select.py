@@ -144,12 +144,35 @@ def _mark_enable_only(steps, enabled: set[int], disabled: set[int], inherited: b
 TRITON_GEMM_PASSES = ("gemv-rewriter", "splitk-rewriter", "triton-gemm-rewriter", "gemm-fusion")
 
 
+#: The config-assigner's choice between the native and the block-level
+#: emitter for generic fusions (not its GEMM part, convert_triton_gemm_config)
+FUSION_AUTOTUNING_PASS = "config-assigner/config-assigner"
+
+
+def _no_fusion_autotuning(key: str, value: str) -> bool:
+    """Whether flag ``key=value`` turns XLA's generic-fusion autotuning off
+    (config_assigner_pass.cc: ``xla_gpu_autotune_level`` 0,
+    ``xla_gpu_deterministic_ops``, ``xla_gpu_exclude_nondeterministic_ops``,
+    ``xla_gpu_experimental_enable_fusion_autotuner=false``)."""
+    v = value.strip().lower()
+    true = v in ("", "true", "1")
+    if key == "xla_gpu_autotune_level":
+        return v == "0"
+    if key in ("xla_gpu_deterministic_ops", "xla_gpu_exclude_nondeterministic_ops"):
+        return true
+    if key == "xla_gpu_experimental_enable_fusion_autotuner":
+        return v in ("false", "0")
+    return False
+
+
 def parse_xla_flags(text: str) -> dict[str, object]:
     """The pass-selection and dump flags of an ``XLA_FLAGS`` string:
     ``--xla_disable_hlo_passes``, ``--xla_enable_hlo_passes_only``,
     ``--xla_disable_all_hlo_passes``, ``--xla_dump_to``,
     ``--xla_dump_hlo_pass_re``; ``--xla_gpu_enable_triton_gemm=false``
-    disables :data:`TRITON_GEMM_PASSES` where the pipeline has them.
+    disables :data:`TRITON_GEMM_PASSES` where the pipeline has them; flags
+    that turn XLA's fusion autotuning off (autotune level 0, deterministic
+    ops) disable :data:`FUSION_AUTOTUNING_PASS`.
     Other flags are returned under "ignored"."""
     import shlex
     out: dict[str, object] = {"disable": [], "enable_only": [], "disable_all": False,
@@ -170,6 +193,10 @@ def parse_xla_flags(text: str) -> dict[str, object]:
         elif key == "xla_gpu_enable_triton_gemm" and value.lower() in ("false", "0"):
             # IsTritonGemmEnabled: XLA adds these passes only with Triton GEMMs on
             out["disable"] += ["?" + n for n in TRITON_GEMM_PASSES]  # type: ignore[operator]
+        elif _no_fusion_autotuning(key, value):
+            # GetShouldAssignConfigToInstructionFn: without the fusion
+            # autotuner no generic fusion gets a native/block-level choice
+            out["disable"] += ["?" + FUSION_AUTOTUNING_PASS]  # type: ignore[operator]
         else:
             out["ignored"].append(tok)  # type: ignore[union-attr]
     return out

@@ -206,3 +206,23 @@ def test_minor_moving_loop_transposes(dump, name, triton):
     fusion.attrs.pop("backend_config", None)
     assert native_emitter(fusion, 132) == "loop-transpose-minor"
     assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+
+
+@pytest.mark.parametrize("flags,off", [
+    ("--xla_gpu_autotune_level=0", True),
+    ("--xla_gpu_deterministic_ops=true", True),
+    ("--xla_gpu_exclude_nondeterministic_ops", True),
+    ("--xla_gpu_experimental_enable_fusion_autotuner=false", True),
+    ("--xla_gpu_autotune_level=4 --xla_gpu_deterministic_ops=false", False),
+])
+def test_flags_without_fusion_autotuning_keep_fusions_native(flags, off):
+    """XLA assigns no native/block-level choice to generic fusions when its
+    fusion autotuner is off (config_assigner_pass.cc); the GEMM part of the
+    config-assigner pipeline still runs."""
+    from hlorun.pipeline.loader import load_pipeline
+    from hlorun.pipeline.select import parse_xla_flags, select, step_paths
+    spec = load_pipeline("gpu-cuda")
+    sel = select(spec, parse_xla_flags(flags)["disable"])
+    state = {"/".join(p): sel.is_disabled(s) for p, s in step_paths(spec)}
+    assert state["config-assigner/config-assigner"] is off
+    assert state["config-assigner/convert_triton_gemm_config"] is False
