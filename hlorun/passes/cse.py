@@ -107,10 +107,18 @@ class HloCSE(Pass):
                             fusion: Instruction | None) -> bool:
         changed = self._combine_constants(comp, ctx)
         effects = SideEffects()
-        reps: dict[tuple, Instruction] = {}
+        # Keys in two levels: the opcode, shape and operands first; the rest
+        # of the key (attributes, called computations' structure) only for
+        # instructions that share those -- one alone there can match
+        # nothing, and nothing later can match it unless it shares them
+        # too.  A bucket holds its one instruction until a second arrives,
+        # then a dict full key -> instruction, as one dict of full keys
+        # would (the operands of an instruction already walked do not
+        # change; a removed one is dropped, as its entry would be ignored).
+        buckets: dict[tuple, Any] = {}
         ignore_cd = self.ignore_control_dependencies
         side_effect = effects.instruction
-        make_key = ctx.key
+        cheap_key, full_key = ctx.cheap_key, ctx.full_key
         for instr in comp.post_order():
             if instr.parent is not comp:
                 continue
@@ -127,8 +135,20 @@ class HloCSE(Pass):
                     continue
                 if not ignore_cd and (instr.control_predecessors or instr.control_successors):
                     continue
-            key = make_key(instr)
-            rep = reps.get(key)
+            ck = cheap_key(instr)
+            reps = buckets.get(ck)
+            if reps is None:
+                buckets[ck] = instr
+                key = None
+                rep = None
+            else:
+                if type(reps) is not dict:
+                    first = reps
+                    buckets[ck] = reps = {}
+                    if first.parent is comp:
+                        reps[full_key(first, ck)] = first
+                key = full_key(instr, ck)
+                rep = reps.get(key)
             if rep is not None and rep.parent is comp:
                 name = instr.name
                 instr.replace_all_uses_with(rep)
@@ -137,7 +157,8 @@ class HloCSE(Pass):
                 self.remark(name, f"replaced by identical {rep.name}", derived_from=[rep])
                 changed = True
                 continue
-            reps[key] = instr
+            if key is not None:
+                reps[key] = instr
             ops = instr.operands
             for i, a in enumerate(ops):
                 if a.opcode != "iota":
@@ -224,16 +245,23 @@ class _Context:
         return (instr.attrs.get("sharding"), sdy)
 
     def key(self, instr: Instruction) -> tuple:
+        return self.full_key(instr, self.cheap_key(instr))
+
+    def cheap_key(self, instr: Instruction) -> tuple:
+        """The key's first part: opcode, shape and operands."""
         ops = [o.id if o.opcode != "iota" else self.iota_key(o) for o in instr.operands]
         op = instr.opcode
         if op in COMMUTATIVE and len(ops) == 2:
             ops.sort(key=repr)
+        return (op, self.shape_key(instr.shape), tuple(ops))
+
+    def full_key(self, instr: Instruction, cheap: tuple) -> tuple:
+        """The whole key, given its first part ``cheap``."""
         a = instr.attrs
         if not a:
-            return (op, self.shape_key(instr.shape), tuple(ops), (None, None), None, ())
-        return (op, self.shape_key(instr.shape), tuple(ops),
-                self._sharding_key(instr), a.get("backend_config"),
-                self._attrs_key(instr, self.computation_key))
+            return cheap + ((None, None), None, ())
+        return cheap + (self._sharding_key(instr), a.get("backend_config"),
+                        self._attrs_key(instr, self.computation_key))
 
     def computation_key(self, comp: Computation) -> Any:
         """Structural identity of a computation (``HloComputation::operator==``:
