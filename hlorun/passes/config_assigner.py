@@ -78,6 +78,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.module import Instruction, Module
+from ..ir.opcode import ELEMENTWISE
 from .base import Pass
 from .priority_fusion.analysis import (WARP_SIZE, find_hero, fusible_computations,
                                        fusion_backend_kind, is_real_reduction_hero,
@@ -174,12 +175,23 @@ def _reduced_dimension_collapsed(reduce: Instruction, members: set) -> bool:
     reduction emitter in the dumps (99 of 99: the transformers' bias and
     layer-norm gradient column sums, encdec_cross_attn's [4,64] -> 256
     column sums, single-row loss means), so none of the Triton-favoring
-    short/narrow classes below applies to it."""
+    short/narrow classes below applies to it.
+
+    The reshapes are composed as the tile analysis composes their indexing
+    maps: a chain of bitcasts and one-operand elementwise ops (converts) is
+    followed to where it starts, so ``[512,384] -> [4,128,384] -> convert ->
+    [512,384]`` collapses nothing (a plain [512,384] column, like XLA's
+    gpt_ln_3l layer-norm gradient sums, which it measured Triton)."""
     from .triton_tiling import _reshape_feeding, collapsed_groups
     src = _reshape_feeding(reduce.operands[0], members)
     if src is None or not src.operands[0].shape.is_array:
         return False
-    groups = collapsed_groups(tuple(src.operands[0].shape.dimensions), tuple(src.shape.dimensions))
+    start = src.operands[0]
+    while start in members and len(start.operands) == 1 and start.shape.is_array and (
+            start.opcode in ("bitcast", "reshape") or start.opcode in ELEMENTWISE) and \
+            start.operands[0].shape.is_array:
+        start = start.operands[0]
+    groups = collapsed_groups(tuple(start.shape.dimensions), tuple(src.shape.dimensions))
     return any(len([s for s in groups.get(d, ()) if s != 1]) > 1 for d in reduce.dimensions)
 
 
