@@ -149,18 +149,40 @@ def column_after_row(instructions, seeds=()) -> str | None:
     return None
 
 
-def producer_after_row(unit: Instruction) -> bool:
+def _order(body, members=None) -> list:
+    """A fusion body's instructions in post order (``members``: a cache of
+    them without the parameters, which neither walk below needs)."""
+    return members(body) if members is not None else body.post_order()
+
+
+def producer_after_row(unit: Instruction, members=None) -> bool:
     """Whether ``unit``'s (a fusion's or an instruction's) value depends on a
-    row reduction."""
+    row reduction (``members``: as for :func:`_order`)."""
     if unit.opcode != "fusion":
         return unit.opcode == "reduce" and bool(_is_row(unit))
     body = unit.fused_computation
-    return _row_reduced(body.post_order()).get(body.root, False)
+    return _row_reduced(_order(body, members)).get(body.root, False)
 
 
-def consumer_refuses(producer: Instruction, consumer: Instruction) -> str | None:
-    """:func:`column_after_row` for ``producer`` fused into ``consumer``."""
-    if not producer_after_row(producer):
+def tiling_facts(unit: Instruction, members=None) -> tuple[bool, bool]:
+    """(:func:`producer_after_row`, whether a column reduction is among its
+    instructions) of ``unit``: what :func:`consumer_refuses` asks of a unit."""
+    if unit.opcode != "fusion":
+        return producer_after_row(unit), unit.opcode == "reduce" and _is_row(unit) is False
+    order = _order(unit.fused_computation, members)
+    return producer_after_row(unit, members), any(
+        i.opcode == "reduce" and _is_row(i) is False for i in order)
+
+
+def consumer_refuses(producer: Instruction, consumer: Instruction, members=None,
+                     facts=None) -> str | None:
+    """:func:`column_after_row` for ``producer`` fused into ``consumer``
+    (``members``: as for :func:`_order`; ``facts``: a cache of
+    :func:`tiling_facts`)."""
+    if facts is not None:
+        if not facts(producer)[0] or not facts(consumer)[1]:
+            return None  # no row reduction to read, or no column reduction reading it
+    elif not producer_after_row(producer):
         return None
     if consumer.opcode != "fusion":
         if consumer.opcode == "reduce" and _is_row(consumer) is False:
@@ -169,7 +191,7 @@ def consumer_refuses(producer: Instruction, consumer: Instruction) -> str | None
         return None
     body = consumer.fused_computation
     seeds = [body.parameters[n] for n, o in enumerate(consumer.operands) if o is producer]
-    return column_after_row(body.post_order(), seeds)
+    return column_after_row(_order(body, members), seeds)
 
 
 __all__ = ["collapsed_groups", "column_after_row", "consumer_refuses", "untileable",

@@ -127,6 +127,7 @@ class _Queue:
         self.facts: dict[Instruction, tuple[bool, str]] = {}
         self.triton_facts: dict[Instruction, str | None] = {}
         self.ir_infos: dict = {}
+        self.tilings: dict[Instruction, tuple[bool, bool]] = {}
         self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
         # utilization walks from per-unit summaries (None in reference mode)
         self.walks = None if self.reference else WalkCache(self._members, self.device)
@@ -194,7 +195,15 @@ class _Queue:
             return unit_refusal(x)
         got = self.triton_facts.get(x, False)
         if got is False:
-            got = self.triton_facts[x] = unit_refusal(x)
+            got = self.triton_facts[x] = unit_refusal(x, self._members)
+        return got
+
+    def _tiling(self, x: Instruction) -> tuple[bool, bool]:
+        """:func:`..triton_tiling.tiling_facts` of ``x``, cached until ``x`` changes."""
+        got = self.tilings.get(x)
+        if got is None:
+            from ..triton_tiling import tiling_facts  # (it imports .analysis)
+            got = self.tilings[x] = tiling_facts(x, self._members)
         return got
 
     def _ir(self, x: Instruction):
@@ -220,6 +229,7 @@ class _Queue:
         self.facts.pop(instr, None)
         self.triton_facts.pop(instr, None)
         self.ir_infos.pop(instr, None)
+        self.tilings.pop(instr, None)
         self.triton_sums.pop(instr, None)
         if self.walks is not None:
             self.walks.forget(instr)
@@ -239,7 +249,10 @@ class _Queue:
         if not is_fusible(consumer):
             return "the consumer is not fusible"
         if involves_triton(producer, consumer):  # CanFuseTriton: Triton or nothing
-            return can_fuse_triton(producer, consumer, self._triton_refusal)
+            if self.bodies is None:
+                return can_fuse_triton(producer, consumer, self._triton_refusal)
+            return can_fuse_triton(producer, consumer, self._triton_refusal, self._members,
+                                   self._tiling)
         if is_fusible_bitcast(consumer):
             return "not fusing into a single bitcast as consumer"
         why = scatter_refusal(producer, consumer)  # CanEmitInputFusedScatter

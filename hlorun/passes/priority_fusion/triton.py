@@ -44,9 +44,10 @@ def _members(instr: Instruction) -> list[Instruction]:
     return [instr]
 
 
-def unit_refusal(unit: Instruction) -> str | None:
+def unit_refusal(unit: Instruction, order=None) -> str | None:
     """Why ``unit`` (an instruction or a fusion) cannot be part of a Triton
-    fusion, or None."""
+    fusion, or None (``order``: priority fusion's cache of a fused body's
+    instructions in post order, parameters left out)."""
     from ..triton_support import unsupported_instruction
     from ..triton_tiling import untileable
     if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
@@ -56,14 +57,17 @@ def unit_refusal(unit: Instruction) -> str | None:
         why = unsupported_instruction(m)
         if why:
             return why
-    return untileable(unit.fused_computation.post_order() if unit.opcode == "fusion"
-                      else members)
+    if unit.opcode != "fusion":
+        return untileable(members)
+    body = unit.fused_computation
+    return untileable(order(body) if order is not None else body.post_order())
 
 
 def can_fuse_triton(producer: Instruction, consumer: Instruction,
-                    refusal=unit_refusal) -> str | None:
+                    refusal=unit_refusal, members=None, facts=None) -> str | None:
     """None if producer + consumer can be one Triton fusion, else why not
-    (``refusal``: :func:`unit_refusal` or a cache of it)."""
+    (``refusal``: :func:`unit_refusal` or a cache of it; ``members`` and
+    ``facts``: caches for :func:`..triton_tiling.consumer_refuses`)."""
     for unit in (producer, consumer):
         why = refusal(unit)
         if why:
@@ -71,7 +75,7 @@ def can_fuse_triton(producer: Instruction, consumer: Instruction,
     if producer.shape.is_tuple or consumer.shape.is_tuple:
         return "tuple-shaped values are not supported by the Triton emitter"
     from ..triton_tiling import consumer_refuses
-    return consumer_refuses(producer, consumer)
+    return consumer_refuses(producer, consumer, members, facts)
 
 
 def _bytes(shape) -> int:
