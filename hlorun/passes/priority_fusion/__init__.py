@@ -370,7 +370,7 @@ class _Queue:
         costs = self.costs
         for instr in comp.post_order():
             costs.watch(instr)
-            if instr.opcode in ("parameter", "tuple", "get-tuple-element") or not instr.users:
+            if instr.opcode in ("parameter", "tuple", "get-tuple-element") or not instr._users:
                 continue
             if not is_fusible(instr) and instr.opcode != "constant":
                 # unfusible producers are reported once through their users' checks
@@ -382,7 +382,7 @@ class _Queue:
             negp, _, producer = heapq.heappop(self.heap)
             if producer.parent is not comp or self.prio.get(producer) != -negp:
                 continue
-            consumers = [u for u in producer.users if not is_fusible_bitcast(u)]
+            consumers = [u for u in producer._users if not is_fusible_bitcast(u)]
             if is_fusible_bitcast(producer):
                 consumers = [u for u in consumers if self.can_fuse(producer, u) is None]
             if not consumers:
@@ -424,7 +424,7 @@ class _Queue:
                                   producer_opcode=hero.opcode, fusion_kind=f.fusion_kind,
                                   us_saved=None if negp == -INF else round(unfused - fused, 4),
                                   note=note)
-            if not producer.users and producer.parent is comp and producer is not comp.root:
+            if not producer._users and producer.parent is comp and producer is not comp.root:
                 self._remove(producer)
             for f in new_fusions:
                 self.changed(f)
@@ -434,7 +434,7 @@ class _Queue:
                     costs.recheck(x)
             for t in touched:
                 if t.parent is comp and t.opcode not in ("parameter", "tuple",
-                                                         "get-tuple-element") and t.users:
+                                                         "get-tuple-element") and t._users:
                     if is_fusible(t) or t.opcode == "constant":
                         self.push(t)
         for p in self.rejected:

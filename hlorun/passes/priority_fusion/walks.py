@@ -72,6 +72,7 @@ class ProducerPart:
     """The producer's half of a pair walk, for given totals of its root's set."""
 
     terms: list            # flops terms, in walk order
+    flops: float           # their fold from 0.0 (the pair's flops when the consumer has none)
     ext_reads: dict        # the producer's external operands -> element reads
     unc: list
     reads: tuple           # read_entries(ext_reads)
@@ -127,7 +128,8 @@ def producer_part(pw: UnitWalk, device: Device, outside: tuple[float, int]) -> P
         ext_reads = ext_totals(ext_roots, util, size, totals)[0]
     except KeyError:  # a union with the consumer's roots was summed
         return None
-    return ProducerPart(terms, ext_reads, unc, read_entries(ext_reads, device))
+    return ProducerPart(terms, reduce(add, terms, 0.0), ext_reads, unc,
+                        read_entries(ext_reads, device))
 
 
 class WalkCache:
@@ -206,5 +208,6 @@ class WalkCache:
             total -= p_first + p_again
             net -= p_first
             entries = entries[:i] + entries[i + 1:] + p_entries
-        return _Walk(None, reduce(add, part.terms, cw.flops), unc, None,
+        flops = reduce(add, part.terms, cw.flops) if cw.flops else part.flops
+        return _Walk(None, flops, unc, None,
                      (entries, total + p_total, net + p_net))
