@@ -396,18 +396,21 @@ class ModuleTracker:
         if ch:
             self._log.append(ch)
             self.gen += 1
-            # Older steps hold rows of instructions long gone (whole dead
-            # graphs): keep only what the consumers with state in ``cache``
-            # (objects with a ``gen``) have not seen, and at most ``keep``
-            # steps.  A consumer further behind gets ``full`` (correct, just
-            # not incremental).
-            need = min((g for g in map(_gen_of, self.cache.values()) if type(g) is int),
-                       default=self._base)
-            drop = max(len(self._log) - self.keep, need - self._base)
-            if drop > 0:
-                del self._log[:drop]
-                self._base += drop
+            self.trim()
         return ch
+
+    def trim(self) -> None:
+        """Drop the change-log steps that every consumer with state in
+        ``cache`` (objects with a ``gen``) has seen, and any beyond
+        ``keep``: they hold the old rows of removed instructions, and
+        through them whole dead graphs.  A consumer further behind gets
+        ``full`` (correct, just not incremental)."""
+        need = min((g for g in map(_gen_of, self.cache.values()) if type(g) is int),
+                   default=self._base)
+        drop = max(len(self._log) - self.keep, need - self._base)
+        if drop > 0:
+            del self._log[:drop]
+            self._base += drop
 
     def _verify(self, module: Module, prev: dict | None, ch: Changes) -> None:
         """Raise unless this scan's changes are those of a full re-read

@@ -156,6 +156,8 @@ class PipelineRunner:
             except Exception as e:  # the contract says never raise; report, don't crash
                 out.append(Diagnostic(rule=getattr(ch, "name", type(ch).__name__),
                                       message=f"checker crashed: {e!r}"))
+        if self.options.incremental_checks:
+            tracker.trim()  # the step just checked holds the removed instructions' graphs
         self.result.checker_seconds += self.clock() - t
         return out
 
