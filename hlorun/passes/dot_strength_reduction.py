@@ -37,7 +37,7 @@ from ..ir.build import (insert_dimensions_at_index, make_broadcast, make_constan
                         make_convert, make_reduce, make_scalar_computation, make_transpose,
                         delete_dimensions, metadata_of, permute_dimensions)
 from ..ir.edit import replace_instruction
-from ..ir.module import Instruction, Module
+from ..ir.module import Instruction, Module, has_opcode
 from .base import Pass
 from .dfs_rewrite import nonfusion_computations
 from .dot_algorithm_multiply import make_multiply_for_algorithm
@@ -46,6 +46,9 @@ from .dot_utils import (BATCH, CONTRACTING, NON_CONTRACTING, OperandDims, algori
 
 #: XLA's threshold for IsMatrixMultiplicationTooSmallForRewriting here.
 SMALL_DOT_THRESHOLD = 10_000_000
+
+
+_DOT = frozenset({"dot"})
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,8 @@ class DotStrengthReduction(Pass):
     def run(self, module: Module) -> bool:
         todo: list[Instruction] = []
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _DOT):
+                continue
             for instr in comp.post_order():
                 if instr.opcode != "dot":
                     continue

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode, module_has_opcode
 from .base import Pass
 from .gemm_rewriter.config import CUBLAS_GEMM, CUBLAS_LT_MATMUL, read_gemm_config, write_gemm_config
 
@@ -32,6 +32,9 @@ def nonfusion_computations(module: Module) -> list[Computation]:
     return [c for c in module.computation_post_order() if c not in fused]
 
 
+_CUSTOM_CALL = frozenset({"custom-call"})
+
+
 @dataclass(frozen=True)
 class GemmBroadcastFoldingRewriter(Pass):
     """Fold batch-only broadcasts of GEMM operands into strided batched GEMMs."""
@@ -40,7 +43,11 @@ class GemmBroadcastFoldingRewriter(Pass):
 
     def run(self, module: Module) -> bool:
         changed = False
+        if not module_has_opcode(module, _CUSTOM_CALL):
+            return False  # no GEMM call to fold into
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _CUSTOM_CALL):
+                continue
             for instr in comp.post_order():
                 if (instr.parent is comp and instr.opcode == "custom-call"
                         and instr.custom_call_target in (CUBLAS_GEMM, CUBLAS_LT_MATMUL)):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..ir.build import make_constant, make_convert, make_scalar_computation
 from ..ir.edit import replace_instruction
-from ..ir.module import Instruction, Module
+from ..ir.module import Instruction, Module, has_opcode
 from ..ir.shape import Shape, bit_width
 from .base import Pass, Target
 from .dfs_rewrite import add_instruction, nonfusion_computations
@@ -154,6 +154,9 @@ def _split_operand(x: Instruction, k_idx: int, split: int, padded_k: int) -> Ins
                                              [x]))
 
 
+_DOT = frozenset({"dot"})
+
+
 @dataclass(frozen=True)
 class SplitkRewriter(Pass):
     """Split the contracting dimension of GEMMs with few output tiles."""
@@ -165,6 +168,8 @@ class SplitkRewriter(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _DOT):
+                continue
             for dot in [i for i in comp.post_order() if i.opcode == "dot"]:
                 changed |= self._visit(dot)
         return changed

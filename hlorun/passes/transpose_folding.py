@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.module import Instruction, Module
+from ..ir.module import Instruction, Module, has_opcode
 from .base import Pass
 from .gemm_broadcast_folding_rewriter import nonfusion_computations
 from .gemm_rewriter import hlo as H
@@ -46,6 +46,9 @@ def _is_non_identity_transpose(instr: Instruction) -> bool:
     return instr.opcode == "transpose" and any(d != i for i, d in enumerate(instr.dimensions))
 
 
+_DOT = frozenset({"dot"})
+
+
 @dataclass(frozen=True)
 class TransposeFolding(Pass):
     """Fold transposes of dot operands into the dot dimension numbers."""
@@ -55,6 +58,8 @@ class TransposeFolding(Pass):
     def run(self, module: Module) -> bool:
         foldable: list[tuple[Instruction, list[int]]] = []
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _DOT):
+                continue
             for instr in comp.post_order():
                 if instr.opcode != "dot" or any(o.shape.rank < 2 for o in instr.operands):
                     continue
