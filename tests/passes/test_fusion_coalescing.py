@@ -59,3 +59,23 @@ def test_transpose_kernel_reads_coalesced_alone_but_not_fused(rope):
     # reading the f32 split-K partials at the 4-byte transaction rate costs more
     # than the launch and the bf16 round trip fusing saves
     assert fused.time_us > alone.time_us + consumer.time_us
+
+
+def test_two_reductions_read_uncoalesced():
+    """XLA's embed_xent_train_bf16 keeps its per-token partial sums
+    (f32[2048,128]) and their final row sums (f32[2048]) as two reduction
+    kernels.  Fused into one reduction kernel, the heuristic calls every read
+    uncoalesced (two input-fusible reductions); each alone reads coalesced."""
+    after = sorted((ROOT / "testdata" / "xla-dumps-holdout" / "embed_xent_train_bf16")
+                   .glob("*gpu_after_optimizations.txt*"))
+    if not after:
+        pytest.skip("embed_xent_train_bf16 dump not present")
+    m = hlorun.load_module(after[0])
+    byname = {i.name: i for i in m.entry.instructions}
+    p, c = byname["input_reduce_fusion.1"], byname["input_reduce_fusion.3"]
+    dev = DEVICES["H100"]
+    assert estimate([p], p, dev).uncoalesced == [] and estimate([c], c, dev).uncoalesced == []
+    fused = estimate([p, c], c, dev)
+    assert fused.kind == "reduction"
+    assert set(fused.uncoalesced) == {o.name for o in p.operands} | \
+        {o.name for o in c.operands if o is not p}

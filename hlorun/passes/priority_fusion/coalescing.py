@@ -8,7 +8,8 @@ kernel gets the transpose emitter, every input read is uncoalesced when
 the producer or the consumer holds an op that transposes the minor
 dimension (a transpose, or a layout-changing copy) of something other than
 a broadcast or iota (followed through bitcasts and one-operand elementwise
-ops, inside that unit only).  A kernel read this way pays the transaction
+ops, inside that unit only); and a reduction kernel made of two input-
+fusible reductions (``IsInputFusibleReduction`` both) reads uncoalesced.  A kernel read this way pays the transaction
 rate of DRAM for all its inputs, so fusing a transpose-emitter producer
 into a consumer that is not a transpose kernel costs it dearly.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
+from .analysis import find_hero, is_real_reduction_hero, is_reduction_from_or_to_contiguous
 
 
 def _most_minor_nontrivial(shape) -> tuple[int, int]:
@@ -74,4 +76,16 @@ def has_bad_transpose(members) -> bool:
     return False
 
 
-__all__ = ["has_bad_transpose", "transposes_minor_dimension"]
+def is_input_fusible_reduction(unit: Instruction, members=None) -> bool:
+    """``IsInputFusibleReduction``: a reduce to or from contiguous
+    dimensions, or a fusion with a root whose hero is a real reduction."""
+    if unit.opcode != "fusion":
+        return is_reduction_from_or_to_contiguous(unit)
+    body = unit.fused_computation
+    root = body.root
+    roots = root.operands if root.opcode == "tuple" else (root,)
+    ms = set(members(body)) if members is not None else None
+    return any(is_real_reduction_hero(r, find_hero(r, ms)) for r in roots)
+
+
+__all__ = ["has_bad_transpose", "is_input_fusible_reduction", "transposes_minor_dimension"]

@@ -47,7 +47,7 @@ from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import bit_width, byte_width
 from ..base import Target
 from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, SM90, computation_flops
-from .coalescing import has_bad_transpose
+from .coalescing import has_bad_transpose, is_input_fusible_reduction
 from .analysis import FusionView, concatenate_hero, emitter_kind, fused_members, reduction_dims, tiled_transpose
 
 LAUNCH_US = 1.0
@@ -507,7 +507,9 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
         walk = _utilization(u, root, kind)
     flops, uncoalesced = walk.flops, walk.uncoalesced
     entries, total_read, net_read = walk.reads or read_entries(walk.ext_reads, device)
-    if kind != "transpose" and any(_bad_transpose(x, members) for x in units):
+    if kind != "transpose" and any(_bad_transpose(x, members) for x in units) or \
+            kind == "reduction" and len(units) == 2 and \
+            all(is_input_fusible_reduction(x, members) for x in units):
         uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none
     blocks, threads = launch_dims(kind, view, root, device)
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
