@@ -186,11 +186,7 @@ def _reduced_dimension_collapsed(reduce: Instruction, members: set) -> bool:
     src = _reshape_feeding(reduce.operands[0], members)
     if src is None or not src.operands[0].shape.is_array:
         return False
-    start = src.operands[0]
-    while start in members and len(start.operands) == 1 and start.shape.is_array and (
-            start.opcode in ("bitcast", "reshape") or start.opcode in ELEMENTWISE) and \
-            start.operands[0].shape.is_array:
-        start = start.operands[0]
+    start = _chain_start(src.operands[0], members)
     groups = collapsed_groups(tuple(start.shape.dimensions), tuple(src.shape.dimensions))
     return any(len([s for s in groups.get(d, ()) if s != 1]) > 1 for d in reduce.dimensions)
 
@@ -212,11 +208,23 @@ def _collapses_into_row(reduce: Instruction) -> bool:
             continue
         seen.add(id(i))
         if i.opcode in ("bitcast", "reshape"):
-            src = i.operands[0].shape
+            src = _chain_start(i.operands[0]).shape
             if src.is_array and sum(1 for d in src.dimensions if d != 1) >= 2:
                 return True
         stack.extend(i.operands)
     return False
+
+
+def _chain_start(i: Instruction, members: set | None = None) -> Instruction:
+    """Where a chain of bitcasts, reshapes and one-operand elementwise ops
+    (converts) ending at ``i`` starts (within ``members`` if given): the
+    tile analysis composes their indexing maps, so a round trip
+    ``[512,384] -> [4,128,384] -> [512,384]`` is no reshape at all."""
+    while len(i.operands) == 1 and i.shape.is_array and i.operands[0].shape.is_array and (
+            i.opcode in ("bitcast", "reshape") or i.opcode in ELEMENTWISE) and (
+            members is None or i in members):
+        i = i.operands[0]
+    return i
 
 
 def _moves_minor(t: Instruction) -> bool:
