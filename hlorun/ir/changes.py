@@ -126,11 +126,12 @@ class Changes:
     entry, stack frames); ``order``: the list of computations changed
     (added, removed or moved); ``calls``: the call graph may have changed
     (``order``, or a changed, added or removed instruction calls
-    computations).
+    computations, or one that calls computations was removed and added
+    again: ``call_order``).
     """
 
     __slots__ = ("full", "instructions", "removed", "computations", "removed_computations",
-                 "header", "order", "calls", "old_rows", "_containers")
+                 "header", "order", "calls", "old_rows", "_containers", "call_order")
 
     def __init__(self, full: bool = False) -> None:
         self.full = full
@@ -146,6 +147,10 @@ class Changes:
         self.old_rows: dict[Instruction, tuple] = {}
         #: removed instruction -> the computation it was last seen in
         self._containers: dict[Instruction, Computation] = {}
+        #: computations where an instruction that calls computations was
+        #: removed and added again unchanged (the order of their calling
+        #: instructions may have changed)
+        self.call_order: set[Computation] = set()
 
     def __bool__(self) -> bool:
         return bool(self.full or self.instructions or self.removed or self.computations
@@ -175,6 +180,7 @@ class Changes:
         self.computations |= other.computations
         self.removed_computations |= other.removed_computations
         self._containers.update(other._containers)
+        self.call_order |= other.call_order
 
 
 def _has_calls(attrs: dict) -> bool:
@@ -367,6 +373,8 @@ class ModuleTracker:
             if old != new and not same_constant(old, new):
                 changed.append(i)
                 old_rows[i] = old
+            elif _has_calls(new[ROW_ATTRS]):
+                ch.call_order.add(c)
         removed = [i for i in gone if i not in now and i in where]
         ch.instructions = set(changed)
         ch.removed = set(removed)
@@ -379,7 +387,7 @@ class ModuleTracker:
         ch.removed_computations = set(gone_comps)
         ch.header = header != self._header
         ch.order = order != self._order
-        if ch.removed_computations or ch.order \
+        if ch.removed_computations or ch.order or ch.call_order \
                 or any(c not in self._comp_rows for c in ch.computations):
             ch.calls = True
         else:
@@ -436,6 +444,7 @@ class ModuleTracker:
             out.instructions = (out.instructions - gone) | back
         out.removed_computations = {c for c in out.removed_computations if c not in comps}
         out.computations = {c for c in out.computations if c in comps}
+        out.call_order = {c for c in out.call_order if c in comps}
         out._containers = {i: c for i, c in out._containers.items() if i in out.removed}
         return out
 

@@ -54,8 +54,9 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Iterable, Iterator
 
-from ..ir.changes import (ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_USERS, Changes,
+from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_USERS, Changes,
                           ModuleTracker)
+from ..ir.changes import _has_calls as called
 from ..ir.module import Computation, Instruction, Module
 from . import module_rules
 from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, _State, _comp_info, _fields_changed,
@@ -112,18 +113,28 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     container = tracker.container
     # Computations where a name may now be duplicated: an instruction was
     # added, renamed or moved in.
+    # And where the call list may differ: a calling instruction was added,
+    # removed, changed, or removed and added again.
     named: set[Computation | None] = set()
+    calling: set[Computation | None] = set(ch.call_order)
     for i in ch.instructions:
         r = old_rows.get(i)
         c = container(i)
         if r is None or r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
             named.add(c)
+        if called(i.attrs) or (r is not None and called(r[ROW_ATTRS])):
+            calling.add(c)
+            if r is not None:
+                calling.add(r[ROW_CONTAINER])
+    for i in ch.removed:
+        if called(old_rows[i][ROW_ATTRS]):
+            calling.add(old_rows[i][ROW_CONTAINER])
     if ch.calls:  # rebuilt from the computations' call lists, the changed ones read again
         calls = st.calls
         for c in ch.removed_computations:
             calls.pop(c, None)
         for c in touched:
-            if c.module is module:
+            if c.module is module and (c in calling or c not in calls):
                 calls[c] = call_list(c)
         for c in module.computations:
             if c not in calls:

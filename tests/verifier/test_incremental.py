@@ -374,3 +374,39 @@ def test_renamed_computations_rename_their_findings():
         got = v.check_changes(m, tracker)
         assert _key(got) == _key(v.check(m))
         assert any(comp.name in d.message for d in got)
+
+
+def test_callers_reordered_by_removing_and_adding_a_caller_again():
+    """A fused computation called by three fusions: each names the first
+    other caller.  Removing a caller and adding it back unchanged moves
+    it to the end of the call order, so another caller is named first."""
+    m = parse_module("""HloModule m
+
+%fused (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(f32[4]{0} %p)
+}
+
+ENTRY %e (a: f32[4]) -> (f32[4], f32[4], f32[4]) {
+  %a = f32[4]{0} parameter(0)
+  %f1 = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%fused
+  %f2 = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%fused
+  %f3 = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%fused
+  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(%f1, %f2, %f3)
+}
+""")
+    v = HloVerifier()
+    tracker = ModuleTracker()
+    tracker.scan(m)
+    before = _key(v.check_changes(m, tracker))
+    assert any("also called by f2" in k[3] for k in before)
+    entry = m.entry
+    f2 = next(i for i in entry._instructions if i.name == "f2")
+    del entry._instructions[f2]  # out and back in, unchanged: now last
+    f2.parent = None
+    entry._instructions[f2] = None
+    f2.parent = entry
+    tracker.scan(m)
+    got = _key(v.check_changes(m, tracker))
+    assert got == _key(v.check(m))
+    assert got != before
