@@ -507,7 +507,8 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
         walk = _utilization(u, root, kind)
     flops, uncoalesced = walk.flops, walk.uncoalesced
     entries, total_read, net_read = walk.reads or read_entries(walk.ext_reads, device)
-    if kind != "transpose" and any(_bad_transpose(x, members) for x in units) or \
+    if kind != "transpose" and any(walks.unit(x).bad_transpose if walks is not None else
+                                   _bad_transpose(x, members) for x in units) or \
             kind == "reduction" and len(units) == 2 and \
             all(is_input_fusible_reduction(x, members) for x in units):
         uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none

@@ -39,6 +39,7 @@ from operator import add
 
 from ...ir.module import Instruction
 from .analysis import FusionView
+from .coalescing import has_bad_transpose
 from .model import Device, IrInfo, Units, _Walk, _links, ext_totals, read_entries, walk_members
 
 
@@ -61,6 +62,7 @@ class UnitWalk:
     unc: list              # external operands read through a tiled transpose
     reads: tuple           # read_entries(ext_reads)
     index: dict            # external operand -> its position in reads[0]
+    bad_transpose: bool    # coalescing.has_bad_transpose of the members
 
     def as_walk(self, kind: str) -> _Walk:
         unc = [s.name for s in self.unc] if kind != "transpose" else []
@@ -86,6 +88,7 @@ class _Outside:
 
 
 _FAILED = object()
+_TRANSPOSING = frozenset({"transpose", "copy"})  # what has_bad_transpose looks for
 
 
 def unit_walk(unit: Instruction, device: Device, members=None) -> UnitWalk:
@@ -103,11 +106,13 @@ def unit_walk(unit: Instruction, device: Device, members=None) -> UnitWalk:
     ext_reads, emitted, ext_size = ext_totals(ext_roots, util, size, totals)
     sums = {src: totals[id(rs)] for src, rs in ext_roots.items()}
     reads = read_entries(ext_reads, device)
-    return UnitWalk(unit, u.members, u.member_set, {m.opcode for m in u.members}, u.param_of,
+    ops = {m.opcode for m in u.members}
+    return UnitWalk(unit, u.members, u.member_set, ops, u.param_of,
                     _links(u), root,
                     reduce(add, terms, 0.0), ext_reads, sums,
                     IrInfo(ir_size + ext_size, splits, emitted), unc, reads,
-                    {e[0]: i for i, e in enumerate(reads[0])})
+                    {e[0]: i for i, e in enumerate(reads[0])},
+                    bool(ops & _TRANSPOSING) and has_bad_transpose(u.members))
 
 
 def producer_part(pw: UnitWalk, device: Device, outside: tuple[float, int]) -> ProducerPart | None:
