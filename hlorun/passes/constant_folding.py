@@ -32,7 +32,7 @@ import numpy as np
 
 from ..ir.edit import SideEffects, replace_instruction
 from ..ir.literal import Literal
-from ..ir.module import Computation, Instruction, Module
+from ..ir.module import Computation, Instruction, Module, has_opcode
 from .base import Pass
 from .dfs_rewrite import nonfusion_computations
 
@@ -88,6 +88,9 @@ def foldable(instr: Instruction, effects: SideEffects, memo: dict) -> bool:
     return True
 
 
+_CONSTANT = frozenset({"constant"})
+
+
 @dataclass(frozen=True)
 class ConstantFolding(Pass):
     """Evaluate instructions whose operands are all constants; replace them by constants."""
@@ -100,6 +103,8 @@ class ConstantFolding(Pass):
         memo: dict = {}
         changed = False
         for comp in nonfusion_computations(module):
+            if not has_opcode(comp, _CONSTANT):
+                continue  # foldable needs a constant operand (folding only adds them)
             for instr in comp.post_order():
                 if instr.parent is not comp or not instr._users and instr is not comp.root:
                     continue  # removed, or dead (XLA skips dead code)
