@@ -56,17 +56,16 @@ class UnitWalk:
     links: dict            # param_of and fusion -> its root
     root: Instruction
     flops: float
-    ext_reads: dict        # external operand -> element reads, in first-reach order
     totals: dict           # external operand -> (summed utilization, emissions) of its roots
     ir: IrInfo
     unc: list              # external operands read through a tiled transpose
-    reads: tuple           # read_entries(ext_reads)
+    reads: tuple           # read_entries of its element reads per external operand
     index: dict            # external operand -> its position in reads[0]
     bad_transpose: bool    # coalescing.has_bad_transpose of the members
 
     def as_walk(self, kind: str) -> _Walk:
         unc = [s.name for s in self.unc] if kind != "transpose" else []
-        return _Walk(self.ext_reads, self.flops, unc, self.ir, self.reads)
+        return _Walk(None, self.flops, unc, self.ir, self.reads)
 
 
 @dataclass(slots=True)
@@ -109,7 +108,7 @@ def unit_walk(unit: Instruction, device: Device, members=None) -> UnitWalk:
     ops = {m.opcode for m in u.members}
     return UnitWalk(unit, u.members, u.member_set, ops, u.param_of,
                     _links(u), root,
-                    reduce(add, terms, 0.0), ext_reads, sums,
+                    reduce(add, terms, 0.0), sums,
                     IrInfo(ir_size + ext_size, splits, emitted), unc, reads,
                     {e[0]: i for i, e in enumerate(reads[0])},
                     bool(ops & _TRANSPOSING) and has_bad_transpose(u.members))
@@ -194,7 +193,7 @@ class WalkCache:
         part = self.part(producer, outside)
         if part is None:
             return None
-        c_reads = cw.ext_reads
+        c_reads = cw.totals  # the consumer's external operands
         for src in part.ext_reads:
             if src in c_reads:
                 return None  # read by both: their root sets merge
