@@ -352,6 +352,8 @@ DONATE = {"adam_update": (0, 2, 3), "gqa_decode_loop": (2, 3)}
 # wherever this module is imported (xla_oracle_dumps.py puts it there).
 from xla_holdout_programs import HOLDOUT  # noqa: E402
 from xla_holdout3_programs import HOLDOUT3  # noqa: E402
+from xla_holdout4_programs import HOLDOUT4  # noqa: E402
 
 PROGRAMS.update(HOLDOUT)
 PROGRAMS.update(HOLDOUT3)
+PROGRAMS.update(HOLDOUT4)

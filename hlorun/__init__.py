@@ -1,6 +1,6 @@
 """hlorun: an HLO pass-pipeline runner.
 
-Public API (``docs/ARCHITECTURE.md``, ``/work/notes/API.md``)::
+Public API (``docs/ARCHITECTURE.md``, ``docs/GUIDE.md``)::
 
     import hlorun
     m = hlorun.load("model.hlo")            # path (.gz/.xz), HLO text, JAX Lowered/Compiled, f + args
