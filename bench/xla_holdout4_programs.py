@@ -8,25 +8,13 @@ its PROGRAMS, so ``python3 bench/xla_oracle_dumps.py OUT NAME`` re-makes one.
 from __future__ import annotations
 
 import math
+
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-S = jax.ShapeDtypeStruct
-BF16, F32, F16 = jnp.bfloat16, jnp.float32, jnp.float16
-
-
-def _rms(x, g):
-    x32 = x.astype(F32)
-    return (x32 * lax.rsqrt((x32 * x32).mean(-1, keepdims=True) + 1e-6) * g).astype(x.dtype)
-
-
-def _ln(x, g, b):
-    x32 = x.astype(F32)
-    m = x32.mean(-1, keepdims=True)
-    v = x32.var(-1, keepdims=True)
-    return ((x32 - m) * lax.rsqrt(v + 1e-5) * g + b).astype(x.dtype)
-
+# the set-3 builders' shorthands and norms (bench/ is on sys.path)
+from xla_holdout3_programs import BF16, F16, F32, S, _rms
 
 def _xent(logits, tgt):
     lse = jax.nn.logsumexp(logits, -1)
