@@ -325,12 +325,7 @@ def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_r
             util[m], size[m] = 1.0, 0
         t = totals.get(id(rs))
         if t is None:
-            if len(rs) == 1:
-                (r,) = rs
-                t = (util[r], size[r])
-            else:
-                t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
-            totals[id(rs)] = t
+            t = _root_set_totals(rs, util, size, totals)
         um, times = t
         e_m = elements.get(m.shape)
         n = um * (e_m if e_m is not None else _elements(m))
@@ -416,6 +411,18 @@ def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_r
     return ir_size, splits
 
 
+def _root_set_totals(rs, util, size, totals) -> tuple[float, int]:
+    """A use-root set's (utilization, emissions) totals, summed in the set's
+    iteration order and memoised in ``totals`` by the set's identity."""
+    if len(rs) == 1:
+        (r,) = rs
+        t = (util[r], size[r])
+    else:
+        t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
+    totals[id(rs)] = t
+    return t
+
+
 def ext_totals(ext_roots, util, size, totals) -> tuple[dict, dict, int]:
     """Per external operand (in first-reach order): element reads and
     emissions, from its root set's totals; and the emissions' sum."""
@@ -425,12 +432,7 @@ def ext_totals(ext_roots, util, size, totals) -> tuple[dict, dict, int]:
     for src, rs in ext_roots.items():
         t = totals.get(id(rs))
         if t is None:
-            if len(rs) == 1:
-                (r,) = rs
-                t = (util[r], size[r])
-            else:
-                t = (sum(util[r] for r in rs), sum(size[r] for r in rs))
-            totals[id(rs)] = t
+            t = _root_set_totals(rs, util, size, totals)
         us, times = t
         ext_reads[src] = us * _elements(src)
         emitted[src] = times
