@@ -28,6 +28,7 @@ type, and no narrowing convert of a single-use commuting op.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,9 +122,9 @@ class ConvertMover(Pass):
 
     def _move_up(self, comp: Computation) -> bool:
         changed = False
-        work = list(reversed(comp.post_order()))
+        work = deque(reversed(comp.post_order()))
         while work:
-            instr = work.pop(0)
+            instr = work.popleft()
             if instr.parent is not comp or instr.opcode != "convert":
                 continue
             op = instr.operands[0]
@@ -135,7 +136,7 @@ class ConvertMover(Pass):
             new_ops = []
             for o in op.operands:
                 c = make_convert(o, dst)
-                work.insert(0, c)
+                work.appendleft(c)
                 new_ops.append(c)
             new = Instruction(op.opcode, op.shape.with_element_type(dst), new_ops, "",
                               dict(op.attrs))
