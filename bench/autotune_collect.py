@@ -14,7 +14,8 @@ PHASE 'rep':  cases of every Nth module of the main phase, in a new process
 With ``H20_SMALL=SEED`` in the environment the cases are small GEMMs (mostly
 under 1 GFLOP; the H100 run ingested with ``--tag s_`` used seed 7).
 With ``H20_MIX=SEED`` they are a mix of small GEMMs and the 0.2-8 GFLOP range
-(square-ish, LLM projections, batched; session 4's H200 run used seed 11).
+(square-ish, LLM projections, batched; session 4's H200 runs used seeds 11 and
+12, session 6's seed 13 with a rep phase of EVERY=1: see the watchdog).
 """
 import json
 import os
@@ -36,6 +37,7 @@ os.environ["XLA_FLAGS"] = " ".join([
     f"--xla_dump_to={TMP}/dump", "--xla_dump_hlo_as_text",
     "--xla_dump_hlo_pass_re=conv-fp8-fallback",
 ])
+os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")   # rep: nothing carried between processes
 import numpy as np  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
