@@ -34,7 +34,7 @@ are XLA's (``fusion``, ``fused_computation``, ``param_N``); rename_fusions
 renames them later.  Every decision is a remark: fused (with the estimated
 times), ineligible (with the CanFuse reason), or not beneficial (with the
 numbers).  The cost model counts element evaluations through a fusion
-the way XLA's ``FusionCalculateUtilizations`` does (:mod:`.model`).
+the way XLA's ``FusionCalculateUtilizations`` does (:mod:`.utilization`).
 
 The in-place rule (``ShouldFuseInPlaceOp``, :mod:`.in_place`) and the
 scatter rules (:mod:`.scatter`) are the last checks of CanFuse.
@@ -60,7 +60,7 @@ from .analysis import (FusionView, emitter_kind, fused_members, fusible_computat
 from .fuse import create_fusion, dispose, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
 from .ir_size import ir_info, merged_too_large
-from .model import LAUNCH_US, Estimate, device_of, estimate
+from .model import Estimate, device_of, estimate
 from .in_place import in_place_refusal
 from .scatter import scatter_refusal
 from .walks import WalkCache
@@ -413,7 +413,7 @@ class _Queue:
             hero = FusionView.of(producer, self.members).hero()
             note = None
             if hero.opcode == "reduce":
-                from .analysis import is_reduction_from_or_to_contiguous, unnested_faster_than_elemental
+                from .analysis import unnested_faster_than_elemental
                 rd = reduction_dims(hero)
                 fast, why = unnested_faster_than_elemental(rd)
                 if not fast:

@@ -30,12 +30,12 @@ estimate depends on.
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 from ...ir.module import Instruction
 from .analysis import is_fusible_bitcast
-from .model import LAUNCH_US, Estimate
+from .device import LAUNCH_US
+from .model import Estimate
 
 _SHIFT = 1074  # 2**-1074 is the smallest double: every double is an integer multiple
 

@@ -26,14 +26,14 @@ merge is refused ("overly large code duplication") when
 from __future__ import annotations
 
 from ...ir.module import Instruction
-from .model import INVALIDATES_CACHE, IrInfo, ir_walk
+from .utilization import INVALIDATES_CACHE, IrInfo, ir_walk
 
 #: ``GpuHloCostAnalysis::kMaxIRSize``
 MAX_IR_SIZE = 10000
 
 
 def ir_info(instr: Instruction, members=None) -> IrInfo:
-    """IR size of ``instr`` (a fusion: of its body, :func:`.model.ir_walk`);
+    """IR size of ``instr`` (a fusion: of its body, :func:`.utilization.ir_walk`);
     ``emitted`` maps each fusion operand to the emissions of its parameter.
     ``members(body)``: the fused-body cache of priority fusion, if any."""
     if instr.opcode != "fusion":

@@ -29,7 +29,9 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width
 from .analysis import is_generic_triton_fusion
-from .model import Device, Estimate, Units
+from .device import Device
+from .model import Estimate
+from .utilization import Units
 from .op_profiles import DEFAULT_FLOPS_PER_ELEMENT, computation_flops
 from .op_profiles import flops_per_element as profile_flops
 

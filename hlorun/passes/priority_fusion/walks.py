@@ -1,4 +1,4 @@
-"""Priority fusion's utilization walks (:func:`.model._utilization`) from
+"""Priority fusion's utilization walks (:func:`.utilization._utilization`) from
 per-unit summaries, so that a big fusion is not walked again for every
 estimate it takes part in.
 
@@ -40,7 +40,9 @@ from operator import add
 from ...ir.module import Instruction
 from .analysis import FusionView
 from .coalescing import has_bad_transpose
-from .model import Device, IrInfo, Units, _Walk, _links, ext_totals, read_entries, walk_members
+from .device import Device
+from .model import read_entries
+from .utilization import IrInfo, Units, _Walk, _links, ext_totals, walk_members
 
 
 @dataclass(slots=True)
