@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...ir.module import Computation, Instruction
+from ...ir.opcode import is_elementwise
 from ...ir.shape import Shape
 from ...errors import PassError
 from . import bias, epilogues, fp8, fp8_output
@@ -194,7 +195,8 @@ class GemmRewriterVisitor:
         self.applied(gemm, f"pinned the output of {gemm.name} to the canonical layout "
                            f"{gemm.shape.layout} (was {original.layout})",
                      pinned_layout=str(gemm.shape.layout), original_layout=str(original.layout))
-        sensitive = [u for u in gemm.users if u.opcode not in LAYOUT_AGNOSTIC]
+        sensitive = [u for u in gemm.users if u.opcode not in LAYOUT_AGNOSTIC
+                     or self._elementwise_in_other_layout(u, gemm)]
         needs_root_copy = comp.root is gemm
         if not sensitive and not needs_root_copy:
             return
@@ -203,6 +205,20 @@ class GemmRewriterVisitor:
             u.replace_operand_with(gemm, copy)
         if needs_root_copy:
             comp.root = copy
+
+    @staticmethod
+    def _elementwise_in_other_layout(user: Instruction, gemm: Instruction) -> bool:
+        """An elementwise user computes in its own layout, which every
+        operand of equal rank shares after layout assignment (XLA's layout
+        normalization checks it).  When the pinned buffer no longer has
+        that layout (a fissioned GEMM fusion whose epilogue was laid out
+        with the dot's non-descending output), the user reads the copy in
+        the layout it was built for, as a layout-sensitive user does."""
+        shape = gemm.shape
+        if not is_elementwise(user.opcode) or not user.shape.is_array or not shape.is_array:
+            return False
+        return user.shape.rank == shape.rank and user.shape.layout is not None \
+            and user.shape.minor_to_major != shape.minor_to_major
 
     _HANDLERS: dict = {}
 

@@ -281,8 +281,8 @@ class _Queue:
         if self.reference:
             return self.reference_priority(producer)
         a = self.costs.aggregate(producer)
-        if producer is self.comp.root and a.terms:
-            first = next(u for u in producer._users if u in a.terms)
+        if producer is self.comp.root and len(a.terms) > a.bitcasts:
+            first = next(u for u in producer._users if u in a.terms and not is_fusible_bitcast(u))
             self.ineligible(producer, "not fusing into the output of the root instruction", first)
             return -INF
         if a.bad:
@@ -290,7 +290,7 @@ class _Queue:
                 why, user = first_refusal(producer, a)
                 self.ineligible(producer, why, user)
             return -INF
-        if not a.terms:
+        if len(a.terms) == a.bitcasts:
             self.ineligible(producer, "not fusing because there are only bitcast users")
             return -INF
         self.costs.estimates(producer, a)
@@ -311,10 +311,10 @@ class _Queue:
             self.ineligible(producer, "not fusing because there are only bitcast users")
             return -INF
         sum_t = sum_f = 0
-        for u in non_bitcast:
+        for u in producer.users:  # bitcast users are costed too (EstimateRunTimes(users()))
             sum_t += exact(self.time(u).time_us)
             sum_f += exact(self.fused_time(producer, u).time_us)
-        unfused, fused = ProducerCosts.totals(len(non_bitcast), self.time(producer).time_us,
+        unfused, fused = ProducerCosts.totals(len(producer.users), self.time(producer).time_us,
                                               sum_t, sum_f)
         self.last_estimate[producer] = (unfused, fused)
         return unfused - fused

@@ -54,11 +54,12 @@ def exact_sum(parts: int) -> float:
 class _Agg:
     """One producer's users: user -> [why, Estimate(user), Estimate(pair)]."""
 
-    __slots__ = ("version", "terms", "bad", "sum_t", "sum_f", "missing")
+    __slots__ = ("version", "terms", "bad", "sum_t", "sum_f", "missing", "bitcasts")
 
     def __init__(self, version: int):
         self.version = version
         self.terms: dict[Instruction, list] = {}
+        self.bitcasts = 0  # bitcast users among ``terms`` (costed, never fused)
         self.bad: dict[str, int] = {}   # CanFuse reason -> users refused with it
         self.sum_t = 0
         self.sum_f = 0
@@ -118,7 +119,13 @@ class ProducerCosts:
 
     # -- aggregates ---------------------------------------------------------------------
     def _add(self, a: _Agg, user: Instruction, why: str | None) -> None:
-        a.terms[user] = [why, None, None]
+        """A user's term.  Bitcast users are not asked CanFuse (XLA's
+        CanFuseWithAllNonBitcastUsers skips them) but are costed like any
+        other consumer: XLA's CalculateProducerPriority passes all of
+        ``producer->users()`` to EstimateRunTimes."""
+        bitcast = is_fusible_bitcast(user)
+        a.bitcasts += bitcast
+        a.terms[user] = [why, None, None, bitcast]
         if why is not None:
             a.bad[why] = a.bad.get(why, 0) + 1
         else:
@@ -128,7 +135,8 @@ class ProducerCosts:
         old = a.terms.pop(user, None)
         if old is None:
             return
-        why, t, f = old
+        why, t, f, bitcast = old
+        a.bitcasts -= bitcast
         if why is not None:
             n = a.bad[why] - 1
             if n:
@@ -149,13 +157,12 @@ class ProducerCosts:
             a = self.agg[producer] = _Agg(v)
             self.dirty.pop(producer, None)
             for u in users:
-                if not is_fusible_bitcast(u):
-                    self._add(a, u, self.can_fuse(producer, u))
+                self._add(a, u, None if is_fusible_bitcast(u) else self.can_fuse(producer, u))
             return a
         for u in self.dirty.pop(producer, ()):
             self._drop(a, u)
-            if u in users and not is_fusible_bitcast(u):
-                self._add(a, u, self.can_fuse(producer, u))
+            if u in users:
+                self._add(a, u, None if is_fusible_bitcast(u) else self.can_fuse(producer, u))
         return a
 
     def estimates(self, producer: Instruction, a: _Agg) -> None:
