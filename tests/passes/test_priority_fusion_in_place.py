@@ -87,27 +87,16 @@ def test_kv_decode_cache_transposes_stay_kernels(kv_result):
     assert sorted(t.operands[0].name for t in transposes) == ["kc.1", "vc.1"]
 
 
-def _with_hoist(tmp_path):
-    from hlorun.pipeline.loader import bundled_pipelines
-    text = bundled_pipelines()["gpu-cuda"].read_text()
-    step = "      - triton-gemm-rewriter\n"
-    assert step in text
-    path = tmp_path / "gpu-cuda-hoist.yaml"
-    path.write_text(text.replace(step, step + "      - hoist-fused-bitcasts\n", 1))
-    return str(path)
-
-
-def test_kv_decode_with_hoisted_bitcasts_matches_xla(tmp_path):
-    """With XLA's HoistFusedBitcasts in its place (not yet in gpu-cuda), the
+def test_kv_decode_matches_xla(kv_result):
+    """With XLA's HoistFusedBitcasts after the GEMM fusion rewriter, the
     score GEMM reads the updated cache through a bitcast, so the cache
     update (a producer whose other user is a bitcast) is also recomputed
     inside each output transpose; the update fusion writes in place over a
     transposed cache the output transpose still reads, so copy insertion
     keeps a copy of each: XLA's 16 kernels, kind for kind."""
     from hlorun.analysis.kernels import kernel_list, kinds_matched
-    before = next(KV.glob("*before_optimizations.txt*"))
     after = next(KV.glob("*after_optimizations.txt*"))
-    r = hlorun.compile(hlorun.load(str(before)), _with_hoist(tmp_path))
+    r = kv_result
     assert not r.failures
     ours = kernel_list(r.module)
     theirs = kernel_list(hlorun.load_module(after))
