@@ -26,21 +26,17 @@ parameters and result have the shapes the dot reads and writes:
 Not done (XLA does it): re-shaping a constant on the way; such a plan is
 dropped.
 
-XLA runs it in "hlo normalization" right after the GEMM fusion rewriter.
-It is not in hlorun's gpu-cuda pipeline yet.  With it there,
-kv_decode_step_bf16 gets XLA's structure (16 of 16 kernels matched: the
-cache updates are duplicated into the output transposes because their only
-other user is now a bitcast, and copy insertion keeps the two cache copies),
-and the QKV projections' three transposes become XLA's three ``__triton``
-kernels; but the transformers then lose kind matches (1568 -> 1542 of
-1602), because the config-assigner model turns split-K epilogues and loop
-transposes XLA keeps on the native loop emitter into ``__triton`` fusions:
-the slices that matched XLA's ``kLoop`` kernels by count before hid that.
-A second blocker: once a root bitcast crosses a broadcast (a scalar
-epilogue multiply), the fusion's root keeps the dot's non-descending layout,
-and the autotuner's cuBLAS fission then leaves an elementwise epilogue whose
-operands have different layouts (embed_xent_train_bf16 fails the verifier
-after the autotuner's layout normalization); XLA's fission handles it.
+XLA runs it in "hlo normalization" right after the GEMM fusion rewriter;
+so does gpu-cuda (since session 6).  With it, kv_decode_step_bf16 gets XLA's
+structure (16 of 16 kernels matched: the cache updates are duplicated into
+the output transposes because their only other user is now a bitcast, and
+copy insertion keeps the two cache copies).  Two things had to follow XLA
+for the transformers not to lose kernels: priority fusion costs bitcast
+users (a gradient sum read by a GEMM through a bitcast is no longer
+recomputed in the next accumulation), and a cuBLAS fission whose epilogue
+kept the dot's non-descending layout (a root bitcast that crossed a scalar
+broadcast, embed_xent_train_bf16) gives the epilogue a copy in its layout
+when the GEMM rewriter pins the call's output.
 Postcondition: no GEMM fusion has a parameter whose only user is a bitcast
 or reshape that could be hoisted as above.
 """

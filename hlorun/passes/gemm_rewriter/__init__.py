@@ -19,7 +19,9 @@ Options: ``cublaslt`` (LT vs legacy target), ``bias`` (fuse adds;
 XLA turns it off with --xla_gpu_async_dot), ``pin_output_layout`` (the
 custom call's output gets the canonical descending layout, as a BLAS
 library writes it: layout-agnostic users such as a reshape then read the
-new layout, layout-sensitive ones get a copy back; scenario S0),
+new layout, layout-sensitive ones get a copy back, and so does an
+elementwise user laid out differently from the pinned call (it shares one
+layout with its operands); scenario S0),
 ``size_threshold`` (xla_gpu_gemm_rewrite_size_threshold), ``platform`` /
 ``compute_capability`` / ``toolkit_version`` (override the Target; ROCm
 selects hipBLASLt type tables, workspaces and FP8 rules), ``json_order``

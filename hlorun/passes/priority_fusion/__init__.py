@@ -24,7 +24,13 @@ parameters or operands; ``ProducerConsumerMergedTooLarge``
 (:mod:`.ir_size`: a producer with a reduce, concatenate, pad ... emitted
 more than once in the consumer, or more than 10,000 emitted instructions:
 "the fusion would result in an overly large code duplication").  A producer with only bitcast users is not fused
-("not fusing because there are only bitcast users").
+("not fusing because there are only bitcast users").  Bitcast users are
+not asked CanFuse and are never fused into, but they are costed like any
+other user (XLA's EstimateRunTimes gets all of ``producer->users()``): the
+producer stays alive for them, and fusing it into a bitcast costs about
+the producer again, so a producer read through a bitcast (a GEMM operand
+after hoist-fused-bitcasts) is recomputed in its other users only when
+that still pays.
 
 Fusion kinds follow the emitter the fused computation gets: a real
 reduction hero (reduction emitter: row reductions of at least 32 or a
