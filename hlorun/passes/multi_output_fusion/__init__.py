@@ -75,6 +75,8 @@ class MultiOutputFusion(Pass):
 
     name = "multi_output_fusion"
     reference: bool = False
+    #: as priority-fusion's: false is today's ``ProducerConsumerMergedTooLarge``
+    cache_invalidation_guard: bool = True
 
     def run(self, module: Module) -> bool:
         changed = False
@@ -172,7 +174,7 @@ class _Run:
         why = R.fits_in_budget(producer, consumer)
         if why:
             return why
-        if merged_too_large(producer, consumer):
+        if merged_too_large(producer, consumer, guard=self.owner.cache_invalidation_guard):
             return "will generate too large IR"
         if self._slower_fused(producer, consumer):
             return "will execute slower if fused"

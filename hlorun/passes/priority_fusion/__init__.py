@@ -100,6 +100,9 @@ class PriorityFusion(Pass):
 
     name = "priority-fusion"
     reference: bool = False
+    #: ``ProducerConsumerMergedTooLarge`` with the cache-invalidation guard
+    #: XLA has since removed (:mod:`.ir_size`); false: today's XLA rule
+    cache_invalidation_guard: bool = True
 
     def run(self, module: Module) -> bool:
         object.__setattr__(self, "_device", device_of(self.target))
@@ -273,7 +276,7 @@ class _Queue:
         ops = {o for o in consumer.operands if o is not producer} | set(producer.operands)
         if len(ops) > MAX_PARAMETERS:
             return f"the fusion would have {len(ops)} parameters (more than {MAX_PARAMETERS})"
-        if merged_too_large(producer, consumer, self._ir):
+        if merged_too_large(producer, consumer, self._ir, self.owner.cache_invalidation_guard):
             return "the fusion would result in an overly large code duplication"
         return in_place_refusal(producer, consumer)  # ShouldFuseInPlaceOp
 

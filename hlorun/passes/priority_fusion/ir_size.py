@@ -21,6 +21,14 @@ merge is refused ("overly large code duplication") when
   that an op of the consumer with the same name prefix, the first two
   dot-separated parts, is a duplicate CSE will merge); or
 * ``size(producer) x replication + size(consumer)`` exceeds 10,000.
+
+The first rule (``guard``) is the one XLA added with
+``EstimateMaxDirectUsers`` and has since removed: today's
+``ProducerConsumerMergedTooLarge`` (the XLA that JAX 0.11 ships) keeps
+only the size limit, since its MLIR emitters do not re-emit a value after
+a cache-invalidating op.  ``guard=False`` is that rule; the passes keep
+the guard by default (``cache_invalidation_guard``) until the kernel-list
+totals allow the switch (see docs/kernel-lists.md).
 """
 
 from __future__ import annotations
@@ -72,14 +80,18 @@ def max_direct_users(producer: Instruction, consumer: Instruction) -> int:
     return most
 
 
-def merged_too_large(producer: Instruction, consumer: Instruction, info=ir_info) -> bool:
-    """``ProducerConsumerMergedTooLarge`` (``info``: a cached :func:`ir_info`)."""
+def merged_too_large(producer: Instruction, consumer: Instruction, info=ir_info,
+                     guard: bool = True) -> bool:
+    """``ProducerConsumerMergedTooLarge`` (``info``: a cached :func:`ir_info`;
+    ``guard``: also refuse a cache-invalidating producer emitted twice, the
+    rule today's XLA no longer has)."""
     replication = 1
     c = info(consumer)
     if consumer.opcode == "fusion":
         replication = c.emitted.get(producer, 0)
     p = info(producer)
-    if p.splits >= 1 and (replication > 1 or max_direct_users(producer, consumer) > 1):
+    if guard and p.splits >= 1 and \
+            (replication > 1 or max_direct_users(producer, consumer) > 1):
         return True
     return p.size * replication + c.size > MAX_IR_SIZE
 
