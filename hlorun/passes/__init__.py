@@ -54,6 +54,7 @@ REGISTRY: dict[str, str] = {
     "hoist-fused-bitcasts": "hlorun.passes.hoist_fused_bitcasts:HoistFusedBitcasts",
     "layout-assignment": "hlorun.passes.layout_assignment:LayoutAssignment",
     "layout_normalization": "hlorun.passes.layout_normalization:LayoutNormalization",
+    "move_copy_to_users": "hlorun.passes.move_copy_to_users:MoveCopyToUsers",
     "multi_output_fusion": "hlorun.passes.multi_output_fusion:MultiOutputFusion",
     "operand_converter": "hlorun.passes.dot_operand_converter:DotOperandConverter",
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",

@@ -199,3 +199,59 @@ def _remove_degenerate_dims(v, dot, lhs, rhs, lb, lc, rb, rc) -> None:
         v.replace_instruction(dot, new_dot)
     else:
         v.replace_with_new(dot, Instruction("reshape", dot.shape, [new_dot], "", {}))
+
+
+def _is_iota_permutation(dims: tuple[int, ...]) -> bool:
+    return sorted(dims) == list(range(len(dims)))
+
+
+def transpose_of_dot(v: "AlgsimpVisitor", t: Instruction) -> bool:
+    """``HandleTranspose``'s transpose(dot(a, b)) -> dot(b, a) for the
+    canonical dots GPU keeps (``supports_non_canonical_dots`` is off on
+    GPU, so only this form runs): the dot has no other user, equal batch
+    dimensions that are its leading dimensions, and one non-contracting
+    dimension per operand; the transpose swaps the last two dimensions.
+    The swapped dot computes the transposed result directly (the weight
+    gradients ``x^T dy`` of every linear layer, the Q/K gradients of
+    attention), so no transpose kernel is left.  The new dot takes the
+    transpose's shape (layout included) and, as ``ReplaceWithNewInstruction``
+    does, its metadata; operand precisions are swapped."""
+    dot = t.operands[0]
+    if dot.opcode != "dot" or dot.user_count != 1 or dot.attrs.get("sparsity"):
+        return False
+    lhs, rhs = dot.operands[0], dot.operands[1]
+    lb, lc = dot.int_list("lhs_batch_dims"), dot.int_list("lhs_contracting_dims")
+    rb, rc = dot.int_list("rhs_batch_dims"), dot.int_list("rhs_contracting_dims")
+    if lb != rb or not _is_iota_permutation(lb):
+        return False
+    if not lc or len(lc) + len(lb) + 1 != lhs.shape.rank:
+        return False
+    if not rc or len(rc) + len(rb) + 1 != rhs.shape.rank:
+        return False
+    rank = dot.shape.rank
+    expected = list(range(rank))
+    expected[-1], expected[-2] = expected[-2], expected[-1]
+    if list(t.dimensions) != expected:
+        return False
+    attrs: dict = {}
+    if lb:
+        attrs["lhs_batch_dims"] = format_int_list(rb)
+    attrs["lhs_contracting_dims"] = format_int_list(rc)
+    if rb:
+        attrs["rhs_batch_dims"] = format_int_list(lb)
+    attrs["rhs_contracting_dims"] = format_int_list(lc)
+    prec = dot.attrs.get("operand_precision")
+    if prec:
+        parts = [p.strip() for p in prec.strip("{}").split(",")]
+        if len(parts) == 2:
+            prec = "{" + parts[1] + "," + parts[0] + "}"
+        attrs["operand_precision"] = prec
+    if "algorithm" in dot.attrs:  # the rest of the precision config
+        attrs["algorithm"] = dot.attrs["algorithm"]
+    if "metadata" in t.attrs:
+        attrs["metadata"] = t.attrs["metadata"]
+    new = Instruction("dot", t.shape, [rhs, lhs], "", attrs)
+    v.replace_with_new(t, new)
+    v.owner.remark(t, "transpose of a dot swapping its two non-batch dimensions: the dot "
+                      "with its operands swapped", derived_from=[t, dot])
+    return True

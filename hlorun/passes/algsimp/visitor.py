@@ -247,6 +247,8 @@ class AlgsimpVisitor(DfsRewriteVisitor):
             self.replace_with_new(t, self.new("transpose", t.shape, [op.operands[0]],
                                               dimensions=format_int_list(merged)))
             return
+        if dot_rules.transpose_of_dot(self, t):
+            return
         if op.opcode == "broadcast" and list(op.dimensions) == sorted(op.dimensions):
             inv = inverse_permutation(perm)
             new_dims = [inv[d] for d in op.dimensions]
