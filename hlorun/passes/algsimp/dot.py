@@ -216,6 +216,8 @@ def transpose_of_dot(v: "AlgsimpVisitor", t: Instruction) -> bool:
     attention), so no transpose kernel is left.  The new dot takes the
     transpose's shape (layout included) and, as ``ReplaceWithNewInstruction``
     does, its metadata; operand precisions are swapped."""
+    if not v.owner.enable_transpose_of_dot:
+        return False
     dot = t.operands[0]
     if dot.opcode != "dot" or dot.user_count != 1 or dot.attrs.get("sparsity"):
         return False
