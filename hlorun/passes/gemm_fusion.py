@@ -15,7 +15,14 @@ backend config ``"fusion_backend_config":{"kind":"__triton_gemm"}``:
   with a broadcast parameter/constant);
 * toward the single-user chain of consumers: elementwise ops, bitcasts,
   bitcast reshapes, transposes, when ``IsOutputWorthFusing`` and their other
-  operands are (broadcasts of) parameters or scalars.
+  operands are (broadcasts of) parameters or scalars.  Those other operands
+  are then fused toward their operands like a dot operand (no parameter
+  limit), starting from the user's dimension order (XLA's FuseTowardUsers:
+  ``GetOperandDimOrdersAndCombinedReqs``): a broadcast of a scalar gives its
+  operand an empty order, scalar ops and bitcasts keep it, and a slice to an
+  effective scalar is refused ("Slice to scalar is not implemented yet") --
+  an fp8 delayed-scaling recipe's ``scales[0] * scales[1]`` joins the
+  epilogue, its two slices stay outside as fusion parameters.
 
 Skipped: dots too small for rewriting that the classical emitters handle,
 dots Triton does not support (types, precision, no non-contracting
@@ -302,8 +309,6 @@ def _operand_orders(node: Instruction, orders: dict) -> str | None:
     GetPropagatedDimOrders); why not, if an operand would be untileable."""
     got = []
     for k, o in enumerate(node.operands):
-        if o.shape.is_array and o.shape.rank == 0:
-            continue
         oo = dim_order.to_operand(node, orders[node], k)
         if oo is None:
             return "Triton cannot tile the dimension order through it"
@@ -384,9 +389,9 @@ class _Plan:
                 self.skipped.append(f"{u.name} (consumer): {why}")
                 break
             self.fused.add(u)
-            for o in u.operands:
+            for k, o in enumerate(u.operands):
                 if o is not cur:
-                    self._toward_operands(o, None)
+                    self._toward_operands(o, None, dim_order.to_operand(u, order, k))
             cur = u
         self.output = cur
 
