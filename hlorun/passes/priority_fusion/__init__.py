@@ -27,10 +27,15 @@ more than once in the consumer, or more than 10,000 emitted instructions:
 ("not fusing because there are only bitcast users").  Bitcast users are
 not asked CanFuse and are never fused into, but they are costed like any
 other user (XLA's EstimateRunTimes gets all of ``producer->users()``): the
-producer stays alive for them, and fusing it into a bitcast costs about
-the producer again, so a producer read through a bitcast (a GEMM operand
-after hoist-fused-bitcasts) is recomputed in its other users only when
-that still pays.
+producer stays alive for them, so a producer read through a bitcast (a GEMM
+operand after hoist-fused-bitcasts) is recomputed in its other users only
+when that still pays.  A bitcast alone costs nothing (HloCostAnalysis::
+HandleBitcast); the producer fused into a bitcast user costs its reads and
+compute, no write, priced with the non-tiled model even for a generic
+Triton producer (no CanFuse, so no tiled estimate is cached for the pair):
+a Triton normalization re-reads its input per broadcast element there, so
+it is not duplicated (gpt_bf16x3_f32_train's layer norms and residual
+gradients), while an elementwise producer is.
 
 Fusion kinds follow the emitter the fused computation gets: a real
 reduction hero (reduction emitter: row reductions of at least 32 or a
@@ -153,6 +158,10 @@ class _Queue:
         return got
 
     def _estimate_alone(self, instr: Instruction) -> Estimate:
+        if instr.opcode == "bitcast":
+            # HloCostAnalysis::HandleBitcast: no flops, no bytes accessed (and
+            # the indexing model: "stand-alone bitcast is always no-op")
+            return Estimate(0.0, 0, 0, 0, 0, 1, 1, "loop")
         if is_generic_triton_fusion(instr):
             return triton_estimate([instr], instr, self.device, self.members, self.summary)
         if self.bodies is None:
@@ -161,6 +170,14 @@ class _Queue:
                         walks=self.walks)
 
     def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
+        if is_fusible_bitcast(consumer):
+            # A bitcast user is never asked CanFuse, so no tiled (Triton)
+            # estimate is cached for the pair: XLA's
+            # EstimateRunTimeForFusionUncached prices it with the non-tiled
+            # model, a Triton producer included (its reductions re-read per
+            # broadcast element), and the bitcast writes nothing.
+            return estimate([producer, consumer], consumer, self.device, self.members,
+                            walks=self.walks, writes=False)
         if involves_triton(producer, consumer):
             return triton_estimate([producer, consumer], consumer, self.device, self.members,
                                    self.summary)

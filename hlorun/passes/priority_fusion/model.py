@@ -103,14 +103,17 @@ def _bad_transpose(unit: Instruction, members=None) -> bool:
 
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
              members=None, side_output_bytes: int = 0, kind: str | None = None,
-             walks=None) -> Estimate:
+             walks=None, writes: bool = True) -> Estimate:
     """The estimate of one kernel made of ``units`` (``root_unit``'s output);
     ``members``: a cache of fused bodies' instructions (:meth:`FusionView.of`);
     ``side_output_bytes``: a producer's value the kernel also writes (a
     multi-output fusion: ``producer_writes_side_output``), written with the
     output before memory and compute time are combined; ``kind``: the
     emitter kind, when the caller knows it (a cache); ``walks``: a
-    :class:`.walks.WalkCache` (the walk from cached unit summaries)."""
+    :class:`.walks.WalkCache` (the walk from cached unit summaries);
+    ``writes``: false for a kernel whose output is a bitcast's (XLA's cost
+    analysis gives a bitcast no output bytes, ``HandleBitcast``: a producer
+    fused into a bitcast user costs its reads and compute only)."""
     got = walks.view(units) if walks is not None else None
     if got is None:
         u = Units(units, members)
@@ -151,7 +154,7 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
             read_s += net / slow + again / (rest[cls] if cls < 2 else slow)
         else:
             read_s += net / dram + again / rest[cls]
-    write_bytes = _bytes(root)
+    write_bytes = _bytes(root) if writes else 0
     write_s = (write_bytes + side_output_bytes) / device.bandwidth
     fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2
     compute_s = flops / fpus * 1e-9 if fpus else 0.0
