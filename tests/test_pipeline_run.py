@@ -230,3 +230,38 @@ def test_pass_limit_runs_the_first_n():
 def test_records_and_remarks_are_collected(testkit):
     res = run_pipeline(cnn(), spec("name: t\nsteps: [{test-negate-root: {times: 2}}]\n"))
     assert [r.message for _, r in res.remarks] == ["wrapped the root"] * 2
+
+
+def test_checkers_at_end_defer_the_checkers_to_the_end_of_the_sub_pipeline(testkit):
+    """XLA's RunLayoutNormalizationPasses pipeline has no invariant checker:
+    with ``checkers_at_end`` the pipeline's checkers skip its passes and run
+    once when it ends (where XLA's next pipeline checks at its start)."""
+    s = spec("""
+name: t
+checkers: [no-negate]
+steps:
+  - pipeline: a
+    checkers_at_end: true
+    steps: [test-negate-root, dce, tuple-simplifier]
+  - pipeline: b
+    steps: [cse]
+""")
+    assert s.steps[0].checkers_at_end and not s.steps[1].checkers_at_end
+    assert "checkers_at_end: true" in s.dump_yaml()
+    rec = Recorder()
+    res = run_pipeline(cnn(), s, RunOptions(listeners=[rec]))
+    assert res.exit_code == 2
+    # every pass of 'a' ran; the finding is reported at its end, attributed
+    # to its last pass; 'b' never starts
+    assert [e.path for e in res.events] == ["a/test-negate-root", "a/dce", "a/tuple-simplifier"]
+    assert res.violations[0].after_pass == "a/tuple-simplifier"
+    assert ("pipeline-start", "b", None, "cse") not in rec.log
+    # an unchanged deferred sub-pipeline checks nothing
+    clean = spec("name: t\ncheckers: [no-negate]\nsteps:\n  - pipeline: a\n"
+                 "    checkers_at_end: true\n    steps: [dce]\n")
+    assert run_pipeline(cnn(), clean).exit_code == 0
+
+
+def test_checkers_at_end_must_be_a_boolean():
+    with pytest.raises(UsageError, match="'checkers_at_end' must be true or false"):
+        spec("name: t\nsteps:\n  - pipeline: a\n    checkers_at_end: 1\n    steps: [dce]\n")

@@ -63,6 +63,8 @@ def pipelines_cmd(name, as_yaml, **selection):
                     extra.append(f"fixed point, max {s.max_iterations}")
                 if s.checkers:
                     extra.append("checkers: " + ", ".join(c.name for c in s.checkers))
+                if s.checkers_at_end:
+                    extra.append("checkers at its end only")
                 line(depth, f"pipeline {n}" + (f" ({'; '.join(extra)})" if extra else ""), o)
                 rec(s.steps, depth + 1, o)
             else:

@@ -23,7 +23,8 @@ from .spec_types import check_value, option_fields, type_hints
 from .yaml_source import LMap, Loc, LSeq, YamlError, load_located, loc_of
 
 _TOP_KEYS = ("name", "description", "include", "target", "checkers", "steps")
-_PIPELINE_KEYS = ("pipeline", "steps", "fixed_point", "max_iterations", "checkers", "description")
+_PIPELINE_KEYS = ("pipeline", "steps", "fixed_point", "max_iterations", "checkers",
+                  "checkers_at_end", "description")
 _PASS_KEYS = ("pass", "options", "fixed_point", "max_iterations")
 
 
@@ -248,8 +249,12 @@ class Loader:
         checkers = self._checkers(item["checkers"], item.value_loc("checkers")) \
             if "checkers" in item else []
         desc = self._str(item, "description") if "description" in item else ""
+        at_end = item.get("checkers_at_end", False)
+        if not isinstance(at_end, bool):
+            raise self.err("'checkers_at_end' must be true or false",
+                           item.value_loc("checkers_at_end"))
         steps = self._steps(item["steps"], item.value_loc("steps"), base, f"'{name}'")
-        return PipelineStep(name, steps, item.loc_of("pipeline"), fp, n, checkers, desc)
+        return PipelineStep(name, steps, item.loc_of("pipeline"), fp, n, checkers, desc, at_end)
 
     def _long_pass(self, item: LMap) -> PassStep:
         self._check_keys(item, _PASS_KEYS, "a pass step")

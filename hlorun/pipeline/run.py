@@ -10,7 +10,9 @@ XLA's HloPassPipeline does:
 * the pipeline's checkers (top-level ``checkers:``) run at the start and
   after every pass that reported a change (``verify_each``; otherwise only
   at the start and the end); a sub-pipeline's own ``checkers:`` run at its
-  start and after its changed passes; a ``check:`` step runs its checker at
+  start and after its changed passes; inside a ``checkers_at_end`` sub-pipeline
+  (an XLA pipeline without invariant checkers) they run once, when it ends,
+  if it changed the module; a ``check:`` step runs its checker at
   that point, and the finding names the pass after which it first appeared;
 * a pass that raises (``PassError`` or anything else) stops the run with a
   :class:`PassFailureRecord`; a violation stops it too unless ``keep_going``;
@@ -107,6 +109,7 @@ class PipelineRunner:
         self._tracked_findings: dict[tuple, list[Diagnostic]] = {}
         self._changes = 0  # passes that reported a change so far
         self._tracked_at = -1  # value of _changes when the tracked checkers last ran
+        self._deferred = 0  # depth of enclosing checkers_at_end sub-pipelines
         self._first_seen: dict[tuple, tuple[str, int]] = {}
         self.tracker = ModuleTracker()
         self._runs = 0
@@ -263,6 +266,25 @@ class PipelineRunner:
         own = [self._checker(c) for c in ps.checkers]
         scoped = scoped + own
         names = [s.name for s in steps if not isinstance(s, CheckStep)]
+        args = (ps, parent, steps, names, module, path, own, scoped, iteration)
+        if not ps.checkers_at_end:
+            return self._run_steps(*args)
+        self._deferred += 1
+        try:
+            changed = self._run_steps(*args)
+        finally:
+            self._deferred -= 1
+        if changed and not self._deferred:
+            # XLA: the pipeline has no invariant checker; the next one checks
+            # the module at its start
+            self._violations(self._run_checkers(self._global + scoped, module),
+                             self._last_path("pipeline-start"), self._last_index(), module)
+        return changed
+
+    def _run_steps(self, ps: PipelineStep, parent: str | None, steps: list, names: list[str],
+                   module: Module, path: tuple[str, ...], own: list, scoped: list,
+                   iteration: int | None) -> bool:
+        assert self.result is not None
         changed_any = False
         it = 0
         while True:
@@ -386,7 +408,7 @@ class PipelineRunner:
         if changed:
             self._changes += 1
             self._track(module, path, ev.index)
-            if self.options.verify_each:
+            if self.options.verify_each and not self._deferred:
                 self._violations(self._run_checkers(self._global + scoped, module), path,
                                  ev.index, module)
         return changed

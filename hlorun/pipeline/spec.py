@@ -148,6 +148,10 @@ class PipelineStep:
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     checkers: list[CheckerSpec] = field(default_factory=list)
     description: str = ""
+    # XLA pipelines built without AddInvariantChecker (RunLayoutNormalization-
+    # Passes): the checkers do not run after this sub-pipeline's passes, only
+    # once when it ends (where XLA's next pipeline checks at its start)
+    checkers_at_end: bool = False
 
     kind = "pipeline"
 
@@ -161,6 +165,8 @@ class PipelineStep:
                 d["max_iterations"] = self.max_iterations
         if self.checkers:
             d["checkers"] = [c.to_yaml() for c in self.checkers]
+        if self.checkers_at_end:
+            d["checkers_at_end"] = True
         d["steps"] = [s.to_yaml() for s in self.steps]
         return d
 

@@ -75,3 +75,63 @@ def test_embed_xent_optimization_pipeline():
     # take_along_axis: s32[2048,3] indices (iota, iota, target) as in XLA's dump
     assert sorted(tuple(i.operands[1].shape.dimensions) for i in ops) == \
         [(2048, 1), (2048, 1), (2048, 3), (2048, 3)]
+
+
+# jnp.take(log_b.T, obs, axis=0) and its gradient as JAX lowers them (the
+# HMM emission update of hmm_forward_scan_f32, smaller): the scatter-add
+# into log_b.T [24,16] is transposed back, so layout assignment gives it the
+# layout {0,1} and layout normalization leaves update_window_dims={2,1}.
+EMISSION_GRAD = """
+HloModule emission_grad
+
+region_add {
+  lhs = f32[] parameter(0)
+  rhs = f32[] parameter(1)
+  ROOT sum = f32[] add(lhs, rhs)
+}
+
+ENTRY main {
+  log_b = f32[16,24] parameter(0)
+  obs = s32[8,20] parameter(1)
+  cot = f32[20,8,16] parameter(2)
+  zero_i = s32[] constant(0)
+  zeros_i = s32[8,20] broadcast(zero_i), dimensions={}
+  neg = pred[8,20] compare(obs, zeros_i), direction=LT
+  n_sym = s32[] constant(24)
+  n_syms = s32[8,20] broadcast(n_sym), dimensions={}
+  wrapped = s32[8,20] add(obs, n_syms)
+  idx = s32[8,20] select(neg, wrapped, obs)
+  idx3 = s32[8,20,1] reshape(idx)
+  cot_t = f32[8,20,16] transpose(cot), dimensions={1,0,2}
+  zero = f32[] constant(0)
+  init = f32[24,16] broadcast(zero), dimensions={}
+  grad_t = f32[24,16] scatter(init, idx3, cot_t), update_window_dims={2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=region_add
+  grad = f32[16,24] transpose(grad_t), dimensions={1,0}
+  lr = f32[] constant(0.1)
+  lrs = f32[16,24] broadcast(lr), dimensions={}
+  step = f32[16,24] multiply(grad, lrs)
+  ROOT new_b = f32[16,24] subtract(log_b, step)
+}
+"""
+
+
+def test_scatter_with_transposed_layout_compiles_on_gpu_cuda():
+    """The verifier used to stop gpu-cuda after layout_normalization
+    ("update_window_dims in scatter op must be sorted; got: 2, 1."): XLA's
+    RunLayoutNormalizationPasses runs without an invariant checker and ends
+    with ScatterSimplifier, which sorts them."""
+    from hlorun.pipeline.loader import load_pipeline
+    from hlorun.pipeline.run import run_pipeline
+
+    m = parse_module(EMISSION_GRAD)
+    res = run_pipeline(m, load_pipeline("gpu-cuda"))
+    assert res.exit_code == 0, res.violations
+    names = [e.path for e in res.events]
+    assert names.index("layout_normalization/scatter_simplifier") > \
+        names.index("layout_normalization/layout_normalization")
+    scatters = [i for c in m.computations for i in c.instructions if i.opcode == "scatter"]
+    assert len(scatters) == 1
+    s = scatters[0]
+    assert is_simplified_scatter(s)
+    assert list(s.int_list("scatter_dims_to_operand_dims")) == [1]
+    assert tuple(s.operands[2].shape.dimensions) == (160, 16, 1)
