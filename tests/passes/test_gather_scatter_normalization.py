@@ -135,3 +135,23 @@ def test_scatter_with_transposed_layout_compiles_on_gpu_cuda():
     assert is_simplified_scatter(s)
     assert list(s.int_list("scatter_dims_to_operand_dims")) == [1]
     assert tuple(s.operands[2].shape.dimensions) == (160, 16, 1)
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_deferred_verifier_sees_what_layout_normalization_left(incremental):
+    """In a ``checkers_at_end`` sub-pipeline the verifier (incremental or
+    full) still finds, at the pipeline's end, the unsorted update_window_dims
+    when no ScatterSimplifier follows, and nothing when one does."""
+    from hlorun.pipeline.loader import parse_pipeline
+    from hlorun.pipeline.run import RunOptions, run_pipeline
+
+    text = (TESTDATA / "passes" / "scatter_simplifier" / "transposed_table_grad.hlo").read_text()
+    body = "name: t\ncheckers: [hlo-verifier]\nsteps:\n  - pipeline: ln\n" \
+           "    checkers_at_end: true\n    steps: [reshape-decomposer, layout_normalization, dce{}]\n"
+    opts = RunOptions(incremental_checks=incremental)
+    res = run_pipeline(parse_module(text), parse_pipeline(body.format(""), "t.yaml"), opts)
+    assert [(v.after_pass, v.message) for v in res.violations] == [
+        ("ln/dce", "update_window_dims in scatter op must be sorted; got: 2, 1.")]
+    res = run_pipeline(parse_module(text),
+                       parse_pipeline(body.format(", scatter_simplifier"), "t.yaml"), opts)
+    assert res.exit_code == 0 and not res.violations
