@@ -16,7 +16,11 @@ unnecessary; what survives on straight-line JAX programs is:
   parameter itself must be written into the parameter's buffer; when the
   kernel computing it reads the parameter other than elementwise in place
   (a gather of permuted rows, a transpose ...), XLA writes a temporary and
-  copies it over: ``copy`` at the root;
+  copies it over: ``copy`` at the root.  An output computed by in-place
+  updates of the parameter (a scatter / dynamic-update-slice fusion whose
+  updated operand is the parameter, GetInPlaceInputOutputPairs) shares its
+  buffer and needs no copy when the parameter's other readers run before the
+  update (RemoveUnnecessaryCopies: the live ranges do not interfere);
 * **entry root** (``AddSpecialCaseCopies``): an output element that is a
   constant or a non-donated entry parameter is copied;
 * **in-place operands** (``AddCopiesForInPlaceOperation``, kept by
@@ -131,7 +135,11 @@ def _elementwise_in_place(user: Instruction, param: Instruction) -> bool:
 def _in_place_operand(fusion: Instruction) -> int | None:
     """The operand a fusion updates in place: its root is a
     dynamic-update-slice or a single-output scatter whose updated array is a
-    fusion parameter (through bitcasts)."""
+    fusion parameter (through bitcasts).  An unfused dynamic-update-slice or
+    single-operand scatter updates its operand 0 (HloDataflowAnalysis::
+    GetInPlaceInputOutputPairs)."""
+    if fusion.opcode in ("dynamic-update-slice", "scatter") and fusion.shape.is_array:
+        return 0
     body = fusion.fused_computation
     if body is None:
         return None
@@ -146,6 +154,26 @@ def _in_place_operand(fusion: Instruction) -> int | None:
     if x.opcode != "parameter" or x.parameter_number is None:
         return None
     return x.parameter_number
+
+
+def _writes_in_place(value: Instruction, param: Instruction) -> bool:
+    """Is ``value`` computed in ``param``'s buffer by in-place updates: the
+    chain of in-place input/output pairs (a scatter or dynamic-update-slice
+    fusion's updated operand, through bitcasts) from ``value`` reaches
+    ``param`` (XLA: the values share one HloBuffer, so the donated output
+    needs no copy when the parameter's other readers run first)."""
+    x, seen = value, set()
+    while x is not param and x not in seen:
+        seen.add(x)
+        if x.opcode == "bitcast":
+            x = x.operands[0]
+            continue
+        i = _in_place_operand(x) if x.opcode in ("fusion", "dynamic-update-slice",
+                                                 "scatter") else None
+        if i is None:
+            return False
+        x = x.operands[i]
+    return x is param
 
 
 @dataclass(frozen=True)
@@ -250,7 +278,9 @@ class CopyInsertion(Pass):
                     readers = [u for u in _readers(p) if u is not base]
                     before = _ancestors(base) if readers else set()
                     late = [u for u in readers if u not in before]
-                    if late or (base in _readers(p) and not _elementwise_in_place(base, p)):
+                    in_place = _writes_in_place(base, p)
+                    if late or (base in _readers(p) and not in_place and
+                                not _elementwise_in_place(base, p)):
                         why = (f"output {i} is donated parameter {p.name}'s buffer, and "
                                f"{base.name} reads {p.name} while writing it")
             elif v.opcode == "constant":
