@@ -62,10 +62,12 @@ class Remark:
     ``derived_from``: names of the original instructions the result came
     from (lineage for --explain).  ``data`` is a fresh dict on every
     access: remarks are kept compact (tens of thousands per large module)
-    as the key tuple, interned, and a tuple of values."""
+    as the key tuple, interned, and a tuple of values; ``derived_from``,
+    likewise, is a fresh list on every access, kept as a tuple (the shared
+    empty tuple when there is none)."""
 
     __slots__ = ("pass_name", "instruction", "message", "kind", "_keys", "_values",
-                 "derived_from")
+                 "_derived")
 
     def __init__(self, pass_name: str, instruction: str | None, message: str,
                  kind: str = "applied", data: dict[str, Any] | None = None,
@@ -75,7 +77,15 @@ class Remark:
         self.message = message
         self.kind = kind
         self.data = data or {}
-        self.derived_from = derived_from if derived_from is not None else []
+        self._derived = tuple(derived_from) if derived_from else ()
+
+    @property
+    def derived_from(self) -> list[str]:
+        return list(self._derived)
+
+    @derived_from.setter
+    def derived_from(self, names: list[str] | None) -> None:
+        self._derived = tuple(names) if names else ()
 
     @property
     def data(self) -> dict[str, Any]:
@@ -127,7 +137,8 @@ class Pass:
                derived_from: Iterable[Instruction | str] = (), **data: Any) -> None:
         name = instr.name if isinstance(instr, Instruction) else instr
         self.remarks.append(Remark(self.name, name, message, kind, data,
-                                   [d.name if isinstance(d, Instruction) else d for d in derived_from]))
+                                   tuple([d.name if isinstance(d, Instruction) else d
+                                          for d in derived_from])))
 
     def record(self, section: str, **data: Any) -> None:
         """A structured decision for a report section (e.g. ``"autotune"``:
