@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Iterable
 
 from ..ir.module import Computation, Instruction, Module
 from ..errors import PassError
+from .remark_log import RemarkLog
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,14 @@ class Remark:
         self.data = data or {}
         self._derived = tuple(derived_from) if derived_from else ()
 
+    @classmethod
+    def _from_fields(cls, f: tuple) -> "Remark":
+        """The remark of :func:`hlorun.passes.remark_log._fields` ``f``."""
+        r = cls.__new__(cls)
+        (r.pass_name, r.instruction, r.message, r.kind, keys, r._values, r._derived) = f
+        r._keys = _DATA_KEYS.setdefault(keys, keys)
+        return r
+
     @property
     def derived_from(self) -> list[str]:
         return list(self._derived)
@@ -125,7 +134,7 @@ class Pass:
     target: Target = field(default_factory=Target, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "remarks", [])
+        object.__setattr__(self, "remarks", RemarkLog())  # reads like a list of Remark
         object.__setattr__(self, "records", [])
 
     # -- contract -------------------------------------------------------------
