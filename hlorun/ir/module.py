@@ -429,6 +429,10 @@ class Computation:
                 self.parameters[n] = None
                 while self.parameters and self.parameters[-1] is None:
                     self.parameters.pop()
+        # Emptied, its user dict keeps its table (~160 B): a removed
+        # instruction can live on (pre-images, remarks' callers) until the
+        # next scan, and a pass removes thousands.
+        instr._users = {}
         instr.parent = None
 
     def replace_instruction(self, old: Instruction, new: Instruction) -> Instruction:
