@@ -35,9 +35,14 @@ Not in the default pipeline yet: it sinks the SGD updates' transposes of
 weight-gradient dots below their learning-rate multiply, where XLA's
 algsimp has already turned ``transpose(dot)`` into a dot with swapped
 operands (``do_transpose_of_dot``, not on main).  Without that rule the
-shared learning-rate broadcast carries a transposed layout to the tied
-embedding's gradient scatter, which layout normalization then refuses (a
-multi-dimensional scatter: hlorun has no ScatterSimplifier before it).
+shared learning-rate broadcast can carry a transposed layout to an
+embedding's gradient scatter; layout normalization then leaves it with
+unsorted ``update_window_dims``, which the ScatterSimplifier at the end of
+the first layout_normalization site sorts (clip_loss_train_f32 used to
+stop there).  Measured with this pass in "simplification" only: every
+known and held-out program compiles; known 1575/1602 kinds, 26/27 within
++-10% (moe_topk_train 33/29 kernels) against 1573/1602, 27/27 without it;
+held-out 1532/1612, 40/41 either way.
 
 Remarks: one per rewritten instruction (``applied``), one per candidate
 dropped because a rearrange operand has other users (``missed``).
