@@ -75,8 +75,9 @@ from .model import Estimate, device_of, estimate
 from .in_place import in_place_refusal
 from .scatter import scatter_refusal
 from .walks import WalkCache
-from .triton import (can_fuse_triton, involves_triton, triton_backend_config, triton_estimate,
-                     unit_refusal, unit_summary)
+from .triton import (TRITON_KIND, can_fuse_triton, finish_triton_config, involves_triton,
+                     members_refusal, tiling_refusal, triton_backend_config, triton_config,
+                     triton_estimate, unit_refusal, unit_summary)
 
 MAX_PARAMETERS = 96
 INF = float("inf")
@@ -86,8 +87,9 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
-def _significant_reduce(x: Instruction, members=None) -> bool:
-    view = FusionView.of(x, members)
+def _significant_reduce(x: Instruction, members=None, view: FusionView | None = None) -> bool:
+    if view is None:
+        view = FusionView.of(x, members)
     for m in view.members:
         if m.opcode == "reduce" and m.shape.is_array:
             if math.prod(m.operands[0].shape.dimensions) // max(1, math.prod(m.shape.dimensions)) >= 16:
@@ -140,6 +142,14 @@ class _Queue:
             None if self.reference else {}
         self.facts: dict[Instruction, tuple[bool, str]] = {}
         self.triton_facts: dict[Instruction, str | None] = {}
+        # units whose members_refusal is None (see _triton_refusal)
+        self.members_ok: set[Instruction] = set()
+        # what fuse() knows of a fusion it built or grew without a walk:
+        # (members_refusal is None, Triton unit summary or None), kept
+        # through changed()
+        self.carry: dict[Instruction, tuple[bool, tuple | None]] = {}
+        # Triton fusions' backend configs, written after the last step
+        self.triton_bc: dict[Instruction, dict] = {}
         self.ir_infos: dict = {}
         self.tilings: dict[Instruction, tuple[bool, bool]] = {}
         self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
@@ -212,24 +222,44 @@ class _Queue:
             return _significant_reduce(x), emitter_kind(FusionView.of(x))
         got = self.facts.get(x)
         if got is None:
-            got = self.facts[x] = (_significant_reduce(x, self._members),
-                                   emitter_kind(FusionView.of(x, self._members)))
+            view = FusionView.of(x, self._members)
+            got = self.facts[x] = (_significant_reduce(x, view=view), emitter_kind(view))
         return got
 
     def _triton_refusal(self, x: Instruction) -> str | None:
+        """:func:`.triton.unit_refusal` of ``x``, cached until ``x`` changes;
+        its members part is known without a walk when ``x`` is a fusion
+        :meth:`fuse` grew from units that passed it (``members_ok``)."""
         if self.bodies is None:
             return unit_refusal(x)
         got = self.triton_facts.get(x, False)
         if got is False:
-            got = self.triton_facts[x] = unit_refusal(x, self._members)
+            got = None if self._members_ok(x) else members_refusal(x)
+            if got is None:
+                got = tiling_refusal(x, self._members)
+            self.triton_facts[x] = got
         return got
+
+    def _members_ok(self, x: Instruction) -> bool:
+        """Whether :func:`.triton.members_refusal` of ``x`` is None (cached)."""
+        if x in self.members_ok:
+            return True
+        if members_refusal(x) is None:
+            self.members_ok.add(x)
+            return True
+        return False
 
     def _tiling(self, x: Instruction) -> tuple[bool, bool]:
         """:func:`..triton_tiling.tiling_facts` of ``x``, cached until ``x`` changes."""
         got = self.tilings.get(x)
         if got is None:
-            from ..triton_tiling import tiling_facts  # (it imports .analysis)
-            got = self.tilings[x] = tiling_facts(x, self._members)
+            if x.opcode != "reduce" and (x.opcode != "fusion" or not any(
+                    m.opcode == "reduce" for m in self._members(x.fused_computation))):
+                got = (False, False)  # both facts are about reductions
+            else:
+                from ..triton_tiling import tiling_facts  # (it imports .analysis)
+                got = tiling_facts(x, self._members)
+            self.tilings[x] = got
         return got
 
     def _ir(self, x: Instruction):
@@ -246,14 +276,23 @@ class _Queue:
         return got
 
     def changed(self, instr: Instruction) -> None:
-        """``instr`` was rewritten (its body, kind or operands): forget its estimates."""
+        """``instr`` was rewritten (its body, kind or operands): forget its
+        estimates (but for what :meth:`fuse` carried over)."""
         self._forget_facts(instr)
+        carry = self.carry.pop(instr, None)
+        if carry is not None:
+            ok, summary = carry
+            if ok:
+                self.members_ok.add(instr)
+            if summary is not None:
+                self.triton_sums[instr] = summary
         self.costs.content_changed(instr)
 
     def _forget_facts(self, instr: Instruction) -> None:
         self.cache.pop(instr, None)
         self.facts.pop(instr, None)
         self.triton_facts.pop(instr, None)
+        self.members_ok.discard(instr)
         self.ir_infos.pop(instr, None)
         self.tilings.pop(instr, None)
         self.triton_sums.pop(instr, None)
@@ -463,6 +502,10 @@ class _Queue:
                                                          "get-tuple-element") and t._users:
                     if is_fusible(t) or t.opcode == "constant":
                         self.push(t)
+        for f, bc in self.triton_bc.items():
+            if f.parent is comp:
+                finish_triton_config(f, bc)
+        self.triton_bc.clear()
         for p in self.rejected:
             if p.parent is comp and p in self.last_estimate:
                 self._not_beneficial(p, *self.last_estimate[p])
@@ -473,6 +516,7 @@ class _Queue:
         comp = self.comp
         body = instr.fused_computation if instr.opcode == "fusion" else None
         self._forget_facts(instr)
+        self.triton_bc.pop(instr, None)
         comp.remove_instruction(instr)
         self.costs.forget(instr)
         if body is not None and comp.module is not None and comp.module.has_computation(body):
@@ -488,6 +532,11 @@ class _Queue:
 
     def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
         kind = fusion_kind_for(emitter_kind(FusionView.of_pair(producer, consumer, self.members)))
+        # every member of the result is a member of one of the two, with the
+        # same opcode, shape, attributes and operand shapes
+        members_ok = self.bodies is not None and consumer in self.members_ok and \
+            self._members_ok(producer)
+        sp, sc = self.triton_sums.get(producer), self.triton_sums.get(consumer)
         if consumer.opcode == "fusion":
             fusion = consumer
             fusion.attrs["kind"] = kind
@@ -505,8 +554,25 @@ class _Queue:
                               "analysis", derived_from=[consumer], rule="new-fusion")
         fuse_into(fusion, producer, self.members)
         if kind == "kCustom" and involves_triton(producer, fusion):
-            triton_backend_config(fusion, producer, consumer)
+            if self.bodies is None:
+                triton_backend_config(fusion, producer, consumer)
+            else:  # the config is written once, for the last body (finish_configs)
+                self.triton_bc[fusion] = triton_config(fusion, (producer, consumer),
+                                                       self.triton_bc)
+                if not is_generic_triton_fusion(fusion):
+                    fusion.set_backend_config(TRITON_KIND)
         self._forget_facts(fusion)
+        summary = None
+        if sp is not None and sc is not None:
+            # unit_summary of the result: the members' flops (integers) add
+            # up; the reads are both units' less the producer (its clone is
+            # a member now), as triton_estimate combines the two
+            reads = dict(sp[1])
+            reads.update(sc[1])
+            reads.pop(producer, None)
+            summary = (sp[0] + sc[0], reads)
+        self.carry[fusion] = (members_ok and fusion.fused_computation.root.opcode != "tuple",
+                              summary)
         return fusion
 
     def fuse_constants(self) -> bool:

@@ -74,9 +74,10 @@ def _register(module: Module, body: Computation, caller: Computation) -> None:
 
 
 def _param_for(fusion: Instruction, body: Computation, operand: Instruction) -> Instruction:
-    for i, op in enumerate(fusion.operands):
-        if op is operand:
-            return body.parameters[i]
+    try:  # (instructions compare by identity: the first operand that is ``operand``)
+        return body.parameters[fusion.operands.index(operand)]
+    except ValueError:
+        pass
     fusion.add_operand(operand)
     return _new_parameter(body, len(fusion.operands) - 1, operand.shape)
 

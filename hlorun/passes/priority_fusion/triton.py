@@ -50,19 +50,38 @@ def unit_refusal(unit: Instruction, order=None) -> str | None:
     """Why ``unit`` (an instruction or a fusion) cannot be part of a Triton
     fusion, or None (``order``: priority fusion's cache of a fused body's
     instructions in post order, parameters left out)."""
+    return members_refusal(unit) or tiling_refusal(unit, order)
+
+
+def members_refusal(unit: Instruction) -> str | None:
+    """The part of :func:`unit_refusal` each member decides on its own (a
+    tuple root, an instruction the emitter does not support).  It depends
+    only on the members' opcodes, shapes, attributes and operand shapes, so
+    a fusion of two units that pass passes too (priority fusion keeps that
+    fact across fusion steps)."""
     from ..triton_support import unsupported_instruction
-    from ..triton_tiling import untileable
     if unit.opcode == "fusion" and unit.fused_computation.root.opcode == "tuple":
         return "multi-output fusions are not supported by the Triton emitter"
-    members = _members(unit)
-    for m in members:
+    for m in _members(unit):
         why = unsupported_instruction(m)
         if why:
             return why
+    return None
+
+
+def tiling_refusal(unit: Instruction, order=None) -> str | None:
+    """The rest of :func:`unit_refusal`: reshapes and reductions the tiling
+    cannot handle (:func:`..triton_tiling.untileable`); only a unit with a
+    reduce can fail."""
+    from ..triton_tiling import untileable
     if unit.opcode != "fusion":
-        return untileable(members)
+        return untileable([unit]) if unit.opcode == "reduce" else None
     body = unit.fused_computation
-    return untileable(order(body) if order is not None else body.post_order())
+    members = order(body) if order is not None else body.post_order()
+    for m in members:
+        if m.opcode == "reduce":
+            return untileable(members)
+    return None
 
 
 def can_fuse_triton(producer: Instruction, consumer: Instruction,
@@ -143,20 +162,44 @@ def triton_estimate(units: list[Instruction], root_unit: Instruction, device: De
 def triton_backend_config(fusion: Instruction, *sources: Instruction) -> None:
     """Give ``fusion`` the ``__triton`` backend kind (the first Triton
     source's config, with a block-level config for the new body)."""
-    from ..triton_support import block_level_config_for
+    bc = triton_config(fusion, sources)
+    finish_triton_config(fusion, bc)
+
+
+def triton_config(fusion: Instruction, sources, known=None) -> dict:
+    """The backend config :func:`triton_backend_config` gives ``fusion``, as a
+    dict, its block-level config (when it gets one) still to be filled in by
+    :func:`finish_triton_config`; ``known``: sources' configs not yet
+    written (priority fusion writes them once, after its last step)."""
     base = None
     for s in sources:
         if is_generic_triton_fusion(s):
-            base = s.backend_config
+            base = known[s] if known is not None and s in known else s.backend_config
             break
     bc = dict(base) if isinstance(base, dict) else {}
     fbc = dict(bc.get("fusion_backend_config") or {})
     fbc["kind"] = "__triton"
     if fusion.fused_computation.root.shape.is_array:
-        fbc["block_level_fusion_config"] = block_level_config_for(fusion)
+        fbc["block_level_fusion_config"] = None  # (its place among the keys)
     bc["fusion_backend_config"] = fbc
+    return bc
+
+
+def finish_triton_config(fusion: Instruction, bc: dict) -> None:
+    """Fill in the block-level config of :func:`triton_config`'s ``bc`` for
+    ``fusion``'s body as it is now and write it."""
+    from ..triton_support import block_level_config_for
+    fbc = bc["fusion_backend_config"]
+    if "block_level_fusion_config" in fbc and fusion.fused_computation.root.shape.is_array:
+        fbc["block_level_fusion_config"] = block_level_config_for(fusion)
     fusion.set_backend_config(bc)
 
 
-__all__ = ["can_fuse_triton", "involves_triton", "triton_backend_config", "triton_estimate",
-           "unit_refusal", "unit_summary"]
+#: what a fusion :func:`triton_config` is building says until it is written
+#: (all priority fusion reads of it before then: ``fusion_backend_kind``)
+TRITON_KIND = {"fusion_backend_config": {"kind": "__triton"}}
+
+
+__all__ = ["TRITON_KIND", "can_fuse_triton", "finish_triton_config", "involves_triton",
+           "members_refusal", "tiling_refusal", "triton_backend_config", "triton_config",
+           "triton_estimate", "unit_refusal", "unit_summary"]
