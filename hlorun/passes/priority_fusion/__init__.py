@@ -65,19 +65,17 @@ from dataclasses import dataclass
 
 from ...ir.module import Computation, Instruction, Module
 from ..base import Pass
-from .analysis import (FusionView, emitter_kind, fused_members, fusible_computations,
-                       fusion_kind_for, is_fusible, is_fusible_bitcast, is_generic_triton_fusion,
-                       reduction_dims)
+from .analysis import (FusionView, emitter_kind, fusible_computations, fusion_kind_for,
+                       is_fusible, is_fusible_bitcast, is_generic_triton_fusion, reduction_dims)
 from .fuse import create_fusion, dispose, fuse_into, replace_with_fusion
 from .costs import ProducerCosts, exact, first_refusal
-from .ir_size import ir_info, merged_too_large
-from .model import Estimate, device_of, estimate
+from .facts import UnitFacts
+from .ir_size import merged_too_large
+from .model import device_of
 from .in_place import in_place_refusal
 from .scatter import scatter_refusal
-from .walks import WalkCache
 from .triton import (TRITON_KIND, can_fuse_triton, finish_triton_config, involves_triton,
-                     members_refusal, tiling_refusal, triton_backend_config, triton_config,
-                     triton_estimate, unit_refusal, unit_summary)
+                     triton_backend_config, triton_config)
 
 MAX_PARAMETERS = 96
 INF = float("inf")
@@ -85,16 +83,6 @@ INF = float("inf")
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
-
-
-def _significant_reduce(x: Instruction, members=None, view: FusionView | None = None) -> bool:
-    if view is None:
-        view = FusionView.of(x, members)
-    for m in view.members:
-        if m.opcode == "reduce" and m.shape.is_array:
-            if math.prod(m.operands[0].shape.dimensions) // max(1, math.prod(m.shape.dimensions)) >= 16:
-                return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -121,13 +109,11 @@ class PriorityFusion(Pass):
         return changed
 
 
-class _Queue:
+class _Queue(UnitFacts):
     def __init__(self, owner: PriorityFusion, comp: Computation):
+        super().__init__(owner._device, owner.reference)
         self.owner = owner
         self.comp = comp
-        self.device = owner._device
-        self.reference = owner.reference
-        self.cache: dict[Instruction, Estimate] = {}
         self.heap: list[tuple[float, int, Instruction]] = []
         self.prio: dict[Instruction, float] = {}
         self.reported_ineligible: set[tuple[str, str]] = set()
@@ -136,170 +122,18 @@ class _Queue:
         # "not beneficial" remark each at the end, with the last estimate
         self.rejected: dict[Instruction, None] = {}
         self.costs = ProducerCosts(self.time, self.fused_time, self.can_fuse_pair)
-        # per-instruction facts, valid until the instruction is rewritten
-        # (``changed``); None in reference mode (everything recomputed)
-        self.bodies: dict[Computation, list[Instruction]] | None = \
-            None if self.reference else {}
-        self.facts: dict[Instruction, tuple[bool, str]] = {}
-        self.triton_facts: dict[Instruction, str | None] = {}
-        # units whose members_refusal is None (see _triton_refusal)
-        self.members_ok: set[Instruction] = set()
-        # what fuse() knows of a fusion it built or grew without a walk:
-        # (members_refusal is None, Triton unit summary or None), kept
-        # through changed()
-        self.carry: dict[Instruction, tuple[bool, tuple | None]] = {}
         # Triton fusions' backend configs, written after the last step
         self.triton_bc: dict[Instruction, dict] = {}
-        self.ir_infos: dict = {}
-        self.tilings: dict[Instruction, tuple[bool, bool]] = {}
-        self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
-        # utilization walks from per-unit summaries (None in reference mode)
-        self.walks = None if self.reference else WalkCache(self._members, self.device)
         # fused computations this queue built (disposed of when merged away)
         self.created: set[Computation] = set()
 
-    # -- costs --------------------------------------------------------------------------
-    def time(self, instr: Instruction) -> Estimate:
-        if self.reference:
-            return self._estimate_alone(instr)
-        got = self.cache.get(instr)
-        if got is None:
-            got = self.cache[instr] = self._estimate_alone(instr)
-        return got
-
-    def _estimate_alone(self, instr: Instruction) -> Estimate:
-        if instr.opcode == "bitcast":
-            # HloCostAnalysis::HandleBitcast: no flops, no bytes accessed (and
-            # the indexing model: "stand-alone bitcast is always no-op")
-            return Estimate(0.0, 0, 0, 0, 0, 1, 1, "loop")
-        if is_generic_triton_fusion(instr):
-            return triton_estimate([instr], instr, self.device, self.members, self.summary)
-        if self.bodies is None:
-            return estimate([instr], instr, self.device)
-        return estimate([instr], instr, self.device, self._members, kind=self._facts(instr)[1],
-                        walks=self.walks)
-
-    def fused_time(self, producer: Instruction, consumer: Instruction) -> Estimate:
-        if is_fusible_bitcast(consumer):
-            # A bitcast user is never asked CanFuse, so no tiled (Triton)
-            # estimate is cached for the pair: XLA's
-            # EstimateRunTimeForFusionUncached prices it with the non-tiled
-            # model, a Triton producer included (its reductions re-read per
-            # broadcast element), and the bitcast writes nothing.
-            return estimate([producer, consumer], consumer, self.device, self.members,
-                            walks=self.walks, writes=False)
-        if involves_triton(producer, consumer):
-            return triton_estimate([producer, consumer], consumer, self.device, self.members,
-                                   self.summary)
-        return estimate([producer, consumer], consumer, self.device, self.members,
-                        walks=self.walks)
-
-    @property
-    def summary(self):
-        """The Triton unit-summary cache for triton_estimate (None: no cache)."""
-        return None if self.bodies is None else self._summary
-
-    def _summary(self, unit: Instruction) -> tuple[int, dict]:
-        got = self.triton_sums.get(unit)
-        if got is None:
-            got = self.triton_sums[unit] = unit_summary(unit, self._members)
-        return got
-
-    @property
-    def members(self):
-        """The fused-body cache for FusionView/estimate (None: no cache)."""
-        return None if self.bodies is None else self._members
-
-    def _members(self, body: Computation) -> list[Instruction]:
-        got = self.bodies.get(body)
-        if got is None:
-            got = self.bodies[body] = fused_members(body)
-        return got
-
-    def _facts(self, x: Instruction) -> tuple[bool, str]:
-        """(contains a significant reduce, emitter kind) of ``x`` alone."""
-        if self.bodies is None:
-            return _significant_reduce(x), emitter_kind(FusionView.of(x))
-        got = self.facts.get(x)
-        if got is None:
-            view = FusionView.of(x, self._members)
-            got = self.facts[x] = (_significant_reduce(x, view=view), emitter_kind(view))
-        return got
-
-    def _triton_refusal(self, x: Instruction) -> str | None:
-        """:func:`.triton.unit_refusal` of ``x``, cached until ``x`` changes;
-        its members part is known without a walk when ``x`` is a fusion
-        :meth:`fuse` grew from units that passed it (``members_ok``)."""
-        if self.bodies is None:
-            return unit_refusal(x)
-        got = self.triton_facts.get(x, False)
-        if got is False:
-            got = None if self._members_ok(x) else members_refusal(x)
-            if got is None:
-                got = tiling_refusal(x, self._members)
-            self.triton_facts[x] = got
-        return got
-
-    def _members_ok(self, x: Instruction) -> bool:
-        """Whether :func:`.triton.members_refusal` of ``x`` is None (cached)."""
-        if x in self.members_ok:
-            return True
-        if members_refusal(x) is None:
-            self.members_ok.add(x)
-            return True
-        return False
-
-    def _tiling(self, x: Instruction) -> tuple[bool, bool]:
-        """:func:`..triton_tiling.tiling_facts` of ``x``, cached until ``x`` changes."""
-        got = self.tilings.get(x)
-        if got is None:
-            if x.opcode != "reduce" and (x.opcode != "fusion" or not any(
-                    m.opcode == "reduce" for m in self._members(x.fused_computation))):
-                got = (False, False)  # both facts are about reductions
-            else:
-                from ..triton_tiling import tiling_facts  # (it imports .analysis)
-                got = tiling_facts(x, self._members)
-            self.tilings[x] = got
-        return got
-
-    def _ir(self, x: Instruction):
-        """:func:`.ir_size.ir_info` of ``x``, cached until ``x`` changes."""
-        if x.opcode == "fusion":
-            got = self.time(x).ir  # computed with the estimate of x alone
-            if got is not None:
-                return got
-        if self.bodies is None:
-            return ir_info(x)
-        got = self.ir_infos.get(x)
-        if got is None:
-            got = self.ir_infos[x] = ir_info(x, self._members)
-        return got
-
+    # -- facts (the caches are :class:`.facts.UnitFacts`') ----------------------------------
     def changed(self, instr: Instruction) -> None:
         """``instr`` was rewritten (its body, kind or operands): forget its
         estimates (but for what :meth:`fuse` carried over)."""
         self._forget_facts(instr)
-        carry = self.carry.pop(instr, None)
-        if carry is not None:
-            ok, summary = carry
-            if ok:
-                self.members_ok.add(instr)
-            if summary is not None:
-                self.triton_sums[instr] = summary
+        self.carry_over(instr)
         self.costs.content_changed(instr)
-
-    def _forget_facts(self, instr: Instruction) -> None:
-        self.cache.pop(instr, None)
-        self.facts.pop(instr, None)
-        self.triton_facts.pop(instr, None)
-        self.members_ok.discard(instr)
-        self.ir_infos.pop(instr, None)
-        self.tilings.pop(instr, None)
-        self.triton_sums.pop(instr, None)
-        if self.walks is not None:
-            self.walks.forget(instr)
-        if self.bodies is not None and instr.opcode == "fusion":
-            self.bodies.pop(instr.fused_computation, None)
 
     # -- decisions ----------------------------------------------------------------------
     def can_fuse(self, producer: Instruction, consumer: Instruction) -> str | None:
