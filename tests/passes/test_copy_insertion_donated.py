@@ -17,7 +17,7 @@ from hlorun.analysis.kernels import kernel_list
 from hlorun.passes.copy_insertion import CopyInsertion, _writes_in_place
 from hlorun.text.parser import parse_module
 
-_STEP = """HloModule jit_embed_adagrad_step, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }, entry_computation_layout={(f32[5000,32]{1,0}, f32[5000,32]{1,0}, f32[64,128]{1,0}, f32[128,1]{1,0}, s32[512,2]{1,0}, f32[512]{0})->(f32[5000,32]{1,0}, f32[5000,32]{1,0}, f32[64,128]{1,0}, f32[128,1]{1,0}, f32[])}
+_STEP = """HloModule jit_embed_adagrad_step, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }, entry_computation_layout={(f32[5000,64]{1,0}, f32[5000,64]{1,0}, f32[128,256]{1,0}, f32[256,1]{1,0}, s32[4096,2]{1,0}, f32[4096]{0})->(f32[5000,64]{1,0}, f32[5000,64]{1,0}, f32[128,256]{1,0}, f32[256,1]{1,0}, f32[])}
 
 %add_f32 (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -37,79 +37,80 @@ _STEP = """HloModule jit_embed_adagrad_step, input_output_alias={ {0}: (0, {}, m
   ROOT %r = f32[] add(%x, %y)
 }
 
-ENTRY %main (table: f32[5000,32], accum: f32[5000,32], w1: f32[64,128], w2: f32[128,1], ids: s32[512,2], y: f32[512]) -> (f32[5000,32], f32[5000,32], f32[64,128], f32[128,1], f32[]) {
-  %table = f32[5000,32]{1,0} parameter(0)
-  %accum = f32[5000,32]{1,0} parameter(1)
-  %w1 = f32[64,128]{1,0} parameter(2)
-  %w2 = f32[128,1]{1,0} parameter(3)
-  %ids = s32[512,2]{1,0} parameter(4)
-  %y = f32[512]{0} parameter(5)
+ENTRY %main (table: f32[5000,64], accum: f32[5000,64], w1: f32[128,256], w2: f32[256,1], ids: s32[4096,2], y: f32[4096]) -> (f32[5000,64], f32[5000,64], f32[128,256], f32[256,1], f32[]) {
+  %table = f32[5000,64]{1,0} parameter(0)
+  %accum = f32[5000,64]{1,0} parameter(1)
+  %w1 = f32[128,256]{1,0} parameter(2)
+  %w2 = f32[256,1]{1,0} parameter(3)
+  %ids = s32[4096,2]{1,0} parameter(4)
+  %y = f32[4096]{0} parameter(5)
   %zero_i = s32[] constant(0)
   %vocab = s32[] constant(5000)
-  %zi = s32[512,2]{1,0} broadcast(%zero_i), dimensions={}
-  %vi = s32[512,2]{1,0} broadcast(%vocab), dimensions={}
-  %neg_id = pred[512,2]{1,0} compare(%ids, %zi), direction=LT
-  %wrapped = s32[512,2]{1,0} add(%ids, %vi)
-  %idx = s32[512,2]{1,0} select(%neg_id, %wrapped, %ids)
-  %idx3 = s32[512,2,1]{2,1,0} reshape(%idx)
-  %rows = f32[512,2,32]{2,1,0} gather(%table, %idx3), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,32}
-  %x = f32[512,64]{1,0} reshape(%rows)
-  %h = f32[512,128]{1,0} dot(%x, %w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %zi = s32[4096,2]{1,0} broadcast(%zero_i), dimensions={}
+  %vi = s32[4096,2]{1,0} broadcast(%vocab), dimensions={}
+  %neg_id = pred[4096,2]{1,0} compare(%ids, %zi), direction=LT
+  %wrapped = s32[4096,2]{1,0} add(%ids, %vi)
+  %idx = s32[4096,2]{1,0} select(%neg_id, %wrapped, %ids)
+  %idx3 = s32[4096,2,1]{2,1,0} reshape(%idx)
+  %rows = f32[4096,2,64]{2,1,0} gather(%table, %idx3), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,64}
+  %x = f32[4096,128]{1,0} reshape(%rows)
+  %h = f32[4096,256]{1,0} dot(%x, %w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   %zero = f32[] constant(0)
-  %zh = f32[512,128]{1,0} broadcast(%zero), dimensions={}
-  %act = f32[512,128]{1,0} maximum(%h, %zh)
-  %pos = pred[512,128]{1,0} compare(%h, %zh), direction=GT
-  %logit2 = f32[512,1]{1,0} dot(%act, %w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %logit = f32[512]{0} reshape(%logit2)
-  %e = f32[512]{0} exponential(%logit)
+  %zh = f32[4096,256]{1,0} broadcast(%zero), dimensions={}
+  %act = f32[4096,256]{1,0} maximum(%h, %zh)
+  %pos = pred[4096,256]{1,0} compare(%h, %zh), direction=GT
+  %logit2 = f32[4096,1]{1,0} dot(%act, %w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %logit = f32[4096]{0} reshape(%logit2)
+  %e = f32[4096]{0} exponential(%logit)
   %one = f32[] constant(1)
-  %ones = f32[512]{0} broadcast(%one), dimensions={}
-  %ep1 = f32[512]{0} add(%e, %ones)
-  %sig = f32[512]{0} divide(%e, %ep1)
-  %dl = f32[512]{0} subtract(%sig, %y)
-  %inv_n = f32[] constant(0.001953125)
-  %scale = f32[512]{0} broadcast(%inv_n), dimensions={}
-  %g = f32[512]{0} multiply(%dl, %scale)
-  %g2 = f32[512,1]{1,0} reshape(%g)
-  %gact = f32[512,128]{1,0} dot(%g2, %w2), lhs_contracting_dims={1}, rhs_contracting_dims={1}
-  %gh = f32[512,128]{1,0} select(%pos, %gact, %zh)
-  %gx = f32[512,64]{1,0} dot(%gh, %w1), lhs_contracting_dims={1}, rhs_contracting_dims={1}
-  %grows = f32[1024,32]{1,0} reshape(%gx)
-  %flat = s32[1024]{0} reshape(%ids)
-  %zf = s32[1024]{0} broadcast(%zero_i), dimensions={}
-  %vf = s32[1024]{0} broadcast(%vocab), dimensions={}
-  %negf = pred[1024]{0} compare(%flat, %zf), direction=LT
-  %wrapf = s32[1024]{0} add(%flat, %vf)
-  %fidx = s32[1024]{0} select(%negf, %wrapf, %flat)
-  %fidx2 = s32[1024,1]{1,0} reshape(%fidx)
-  %sq = f32[1024,32]{1,0} multiply(%grows, %grows)
-  %new_accum = f32[5000,32]{1,0} scatter(%accum, %fidx2, %sq), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add_f32
-  %acc_rows = f32[1024,32]{1,0} gather(%new_accum, %fidx2), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}
+  %ones = f32[4096]{0} broadcast(%one), dimensions={}
+  %ep1 = f32[4096]{0} add(%e, %ones)
+  %sig = f32[4096]{0} divide(%e, %ep1)
+  %dl = f32[4096]{0} subtract(%sig, %y)
+  %inv_n = f32[] constant(0.000244140625)
+  %scale = f32[4096]{0} broadcast(%inv_n), dimensions={}
+  %g = f32[4096]{0} multiply(%dl, %scale)
+  %g2 = f32[4096,1]{1,0} reshape(%g)
+  %gact = f32[4096,256]{1,0} dot(%g2, %w2), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %gh = f32[4096,256]{1,0} select(%pos, %gact, %zh)
+  %gx = f32[4096,128]{1,0} dot(%gh, %w1), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %grows = f32[8192,64]{1,0} reshape(%gx)
+  %flat = s32[8192]{0} reshape(%ids)
+  %zf = s32[8192]{0} broadcast(%zero_i), dimensions={}
+  %vf = s32[8192]{0} broadcast(%vocab), dimensions={}
+  %negf = pred[8192]{0} compare(%flat, %zf), direction=LT
+  %wrapf = s32[8192]{0} add(%flat, %vf)
+  %fidx = s32[8192]{0} select(%negf, %wrapf, %flat)
+  %fidx2 = s32[8192,1]{1,0} reshape(%fidx)
+  %sq = f32[8192,64]{1,0} multiply(%grows, %grows)
+  %new_accum = f32[5000,64]{1,0} scatter(%accum, %fidx2, %sq), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add_f32
+  %acc_rows = f32[8192,64]{1,0} gather(%new_accum, %fidx2), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,64}
   %eps = f32[] constant(1e-10)
-  %epsb = f32[1024,32]{1,0} broadcast(%eps), dimensions={}
-  %den = f32[1024,32]{1,0} add(%acc_rows, %epsb)
-  %rs = f32[1024,32]{1,0} rsqrt(%den)
-  %upd = f32[1024,32]{1,0} multiply(%grows, %rs)
+  %epsb = f32[8192,64]{1,0} broadcast(%eps), dimensions={}
+  %den = f32[8192,64]{1,0} add(%acc_rows, %epsb)
+  %rs = f32[8192,64]{1,0} rsqrt(%den)
+  %upd = f32[8192,64]{1,0} multiply(%grows, %rs)
   %lr = f32[] constant(-0.05)
-  %lrb = f32[1024,32]{1,0} broadcast(%lr), dimensions={}
-  %step = f32[1024,32]{1,0} multiply(%upd, %lrb)
-  %new_table = f32[5000,32]{1,0} scatter(%table, %fidx2, %step), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add_f32.1
-  %gw1 = f32[64,128]{1,0} dot(%x, %gh), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %lrb = f32[8192,64]{1,0} broadcast(%lr), dimensions={}
+  %step = f32[8192,64]{1,0} multiply(%upd, %lrb)
+  %new_table = f32[5000,64]{1,0} scatter(%table, %fidx2, %step), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add_f32.1
+  %gw1t = f32[256,128]{1,0} dot(%gh, %x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %gw1 = f32[128,256]{0,1} transpose(%gw1t), dimensions={1,0}
   %lr1 = f32[] constant(0.001)
-  %lr1b = f32[64,128]{1,0} broadcast(%lr1), dimensions={}
-  %d1 = f32[64,128]{1,0} multiply(%gw1, %lr1b)
-  %new_w1 = f32[64,128]{1,0} subtract(%w1, %d1)
-  %gw2 = f32[128,1]{1,0} dot(%act, %g2), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  %lr2b = f32[128,1]{1,0} broadcast(%lr1), dimensions={}
-  %d2 = f32[128,1]{1,0} multiply(%gw2, %lr2b)
-  %new_w2 = f32[128,1]{1,0} subtract(%w2, %d2)
-  %nll = f32[512]{0} multiply(%y, %logit)
-  %sp = f32[512]{0} log-plus-one(%e)
-  %li = f32[512]{0} subtract(%sp, %nll)
+  %lr1b = f32[128,256]{1,0} broadcast(%lr1), dimensions={}
+  %d1 = f32[128,256]{0,1} multiply(%gw1, %lr1b)
+  %new_w1 = f32[128,256]{1,0} subtract(%w1, %d1)
+  %gw2 = f32[256,1]{1,0} dot(%act, %g2), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %lr2b = f32[256,1]{1,0} broadcast(%lr1), dimensions={}
+  %d2 = f32[256,1]{1,0} multiply(%gw2, %lr2b)
+  %new_w2 = f32[256,1]{1,0} subtract(%w2, %d2)
+  %nll = f32[4096]{0} multiply(%y, %logit)
+  %sp = f32[4096]{0} log-plus-one(%e)
+  %li = f32[4096]{0} subtract(%sp, %nll)
   %tot = f32[] reduce(%li, %zero), dimensions={0}, to_apply=%sum
-  %n = f32[] constant(512)
+  %n = f32[] constant(4096)
   %loss = f32[] divide(%tot, %n)
-  ROOT %out = (f32[5000,32]{1,0}, f32[5000,32]{1,0}, f32[64,128]{1,0}, f32[128,1]{1,0}, f32[]) tuple(%new_table, %new_accum, %new_w1, %new_w2, %loss)
+  ROOT %out = (f32[5000,64]{1,0}, f32[5000,64]{1,0}, f32[128,256]{1,0}, f32[256,1]{1,0}, f32[]) tuple(%new_table, %new_accum, %new_w1, %new_w2, %loss)
 }
 """
 
@@ -142,11 +143,11 @@ def test_root_copy_kept_when_a_reader_may_run_after_the_update():
     the table's scatter: the scatter cannot write over the donated buffer the
     late reader still needs, so XLA's live ranges interfere and a copy stays."""
     text = _STEP.replace(
-        "%nll = f32[512]{0} multiply(%y, %logit)",
+        "%nll = f32[4096]{0} multiply(%y, %logit)",
         "%old = f32[5000]{0} reduce(%table, %zero), dimensions={1}, to_apply=%sum\n"
-        "  %old1 = f32[512]{0} slice(%old), slice={[0:512]}\n"
-        "  %yo = f32[512]{0} add(%y, %old1)\n"
-        "  %nll = f32[512]{0} multiply(%yo, %logit)")
+        "  %old1 = f32[4096]{0} slice(%old), slice={[0:4096]}\n"
+        "  %yo = f32[4096]{0} add(%y, %old1)\n"
+        "  %nll = f32[4096]{0} multiply(%yo, %logit)")
     m = parse_module(text)
     CopyInsertion().run(m)
     copies = _copies(m)
@@ -185,3 +186,20 @@ def test_gpu_cuda_step_has_no_copy_kernels(step_result):
     for out in root.operands[:2]:
         assert out.opcode == "fusion"
         assert any(i.opcode == "scatter" for i in out.fused_computation.instructions)
+
+
+def test_weight_gradient_gemm_is_computed_transposed(step_result):
+    """JAX writes the first layer's weight gradient as transpose(dot(gh, x))
+    with a {0,1} result; XLA's HandleTranspose rewrites it to dot(x, gh), so
+    the split-K GEMM yields f32[32,128,256] and its reduce f32[128,256]{1,0}
+    (embed_adagrad_rows_f32's gemm_fusion_dot.6 / input_reduce_fusion.3),
+    with no layout-changing bitcasts between the reduce and the update."""
+    m = step_result.module
+    gemms = [i for i in m.entry.instructions if i.opcode == "fusion"
+             and any(x.opcode == "dot" for x in i.fused_computation.instructions)
+             and i.shape.is_array and i.shape.rank == 3]
+    assert [tuple(g.shape.dimensions) for g in gemms] == [(32, 128, 256)]
+    (reduce_fusion,) = [u for u in gemms[0].users if u.opcode == "fusion"]
+    assert tuple(reduce_fusion.shape.dimensions) == (128, 256)
+    assert tuple(reduce_fusion.shape.minor_to_major) == (1, 0)
+    assert all(u.opcode == "fusion" for u in reduce_fusion.users)
