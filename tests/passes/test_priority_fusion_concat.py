@@ -13,7 +13,7 @@ import pytest
 
 from hlorun.passes.fusion_wrapper import FusionWrapper
 from hlorun.passes.priority_fusion.analysis import FusionView, emitter_kind, fusion_kind_for
-from hlorun.passes.priority_fusion.model import DEVICES, concatenate_flops, estimate
+from hlorun.passes.priority_fusion.model import DEVICES, concatenate_flops, estimate, launch_dims
 from hlorun.text.parser import parse_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +74,32 @@ ENTRY %e (a: f32[64,128], b: f32[64,128]) -> f32[128,128] {
     # and pred compare are not in XLA's sm_90 op profile)
     assert e.flops == 2048 * 400 + 3 * 3 * 1024
     assert e.kind == "concatenate"
+
+
+def test_concatenate_launch_dimensions_follow_the_loop_unroll_rule():
+    """ConcatenateFusion launches one thread per element of the largest
+    operand with ComputeLoopFusionConfig's unroll factor for that shape: no
+    unrolling below threads_per_core_limit x core_count elements (2048 x
+    132 on an H100), so the moe concatenate (1024-element operands) gets 8
+    blocks of 128 threads, not 2 blocks of 4 elements per thread."""
+    f = _concat_fusion(2)
+    view = FusionView.of(f)
+    assert launch_dims("concatenate", view, f.fused_computation.root, DEVICES["H100"]) == (8, 128)
+    big = parse_module("""HloModule m
+%fc (a: bf16[8,256,256], b: bf16[8,256,256]) -> bf16[8,512,256] {
+  %a = bf16[8,256,256]{2,1,0} parameter(0)
+  %b = bf16[8,256,256]{2,1,0} parameter(1)
+  ROOT %c = bf16[8,512,256]{2,1,0} concatenate(%a, %b), dimensions={1}
+}
+ENTRY %e (a: bf16[8,256,256], b: bf16[8,256,256]) -> bf16[8,512,256] {
+  %a = bf16[8,256,256]{2,1,0} parameter(0)
+  %b = bf16[8,256,256]{2,1,0} parameter(1)
+  ROOT %f = bf16[8,512,256]{2,1,0} fusion(%a, %b), kind=kInput, calls=%fc
+}
+""").entry.root
+    # 524288 elements per operand fill the GPU: unrolled 4 times
+    assert launch_dims("concatenate", FusionView.of(big), big.fused_computation.root,
+                       DEVICES["H100"]) == (524288 // 4 // 128, 128)
 
 
 def test_wrapped_concatenate_is_a_loop_fusion():

@@ -97,7 +97,7 @@ class PriorityFusion(Pass):
     reference: bool = False
     #: ``ProducerConsumerMergedTooLarge`` with the cache-invalidation guard
     #: XLA has since removed (:mod:`.ir_size`); false: today's XLA rule
-    cache_invalidation_guard: bool = True
+    cache_invalidation_guard: bool = False
 
     def run(self, module: Module) -> bool:
         object.__setattr__(self, "_device", device_of(self.target))

@@ -29,7 +29,9 @@ class Device:
 #: Data-sheet values (the same numbers XLA's DeviceDescription reports).
 DEVICES = {
     "H200": Device("H200", 4.814304e12, 1.98, 132, 62914560),
-    "H100": Device("H100", 3.35232e12, 1.755, 132, 52428800),
+    # H100 SXM ("NVIDIA H100 80GB HBM3", the held-out dumps' device): XLA's
+    # h100_sxm spec and the device itself report a 1.98 GHz clock
+    "H100": Device("H100", 3.35232e12, 1.98, 132, 52428800),
     "A100": Device("A100", 2.039e12, 1.41, 108, 41943040, 192 * 1024),
     "B200": Device("B200", 8.0e12, 1.965, 148, 132120576),
     "MI300X": Device("MI300X", 5.3e12, 2.1, 304, 4194304, 32 * 1024, 128),

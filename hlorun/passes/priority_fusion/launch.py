@@ -41,10 +41,15 @@ def launch_dims(kind: str, view: FusionView, root: Instruction,
         batch, _, minor = r.dims
         return max(1, batch * -(-minor // (32 * column_vector_size(elem, minor)))), 1024
     n = max(1, _elements(root))
-    if kind == "concatenate":  # ConcatenateFusion: one thread per element of the largest operand
+    if kind == "concatenate":
+        # ConcatenateFusion: one thread per element of the largest operand,
+        # unrolled as a loop fusion of that shape (ComputeLoopFusionConfig):
+        # only when it fills the GPU
         hero = concatenate_hero(view)
         if hero is not None:
             n = max(1, max(_elements(o) for o in hero.operands))
+            n = -(-n // loop_unroll_factor(view, root, n, device))
+            return max(1, -(-n // 128)), max(1, min(128, n))
     if kind == "transpose":
         return max(1, -(-n // 1024)), 128
     if kind == "loop":
