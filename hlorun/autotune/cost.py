@@ -3,8 +3,9 @@
 A kernel runs ``ctas = batch x ceil(m/bm) x ceil(n/bn) x split_k`` CTAs,
 ``occ`` of them resident per SM/CU (shared memory, registers, threads), so
 ``waves = ceil(ctas / (cores x occ))`` and ``r = min(occ, ceil(ctas/cores))``
-CTAs share a core at a time.  Each CTA walks ``iters = ceil(k/split_k/bk)``
-K steps; one step costs the slowest of
+CTAs share a core at a time -- in a partial last wave only ``ceil(its CTAs /
+cores)``, so its K steps are faster (wave quantization).  Each CTA walks
+``iters = ceil(k/split_k/bk)`` K steps; one step costs the slowest of
 
 * ``mma``: ``r x 2*bm*bn*bk / (peak_per_core x eff)`` -- the matrix units,
   ``eff`` the backend's efficiency for the compute type, times ``mma_sync``
@@ -18,7 +19,8 @@ rows not a multiple of 16 bytes (``unaligned_rows``), a masked K loop
 (Triton, K not a multiple of block_k x split_k), and a K-major rhs of a dot
 on the FMA units (f32 at HIGHEST precision).
 
-    time = launch + max(waves x (iters x step + cta_overhead),   (per-CTA work)
+    time = launch + max((waves - 1) x (iters x step + cta_overhead)
+                        + iters x last-wave step + cta_overhead,   (per-CTA work)
                         dram bytes / HBM bandwidth,                (roofline)
                         L2 panel traffic / (l2_factor x HBM bandwidth))
            + unfused prologue/epilogue kernels (BLAS fission)
@@ -260,6 +262,7 @@ class Geometry:
     waves: Any
     occ: Any
     share: Any            # CTAs sharing a core at a time
+    last_share: Any       # CTAs sharing a core in the last wave (<= share: a partial wave)
     iters: Any
     flops_iter: Any       # 2*bm*bn*bk
     bytes_iter: Any       # (bm+bn)*bk*operand bytes
@@ -291,6 +294,8 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
     sk = max(1, tile.split_k)
     occ = occupancy(d, smem, tile.warps * d.threads_per_warp, regs_per_thread)
     ctas = p.batch * _ceil_div(p.m, bm) * _ceil_div(p.n, bn) * sk
+    waves = _ceil_div(ctas, d.core_count * occ)
+    last = ctas - (waves - 1) * d.core_count * occ
     op_bytes = max(1, (p.operand_bits + 7) // 8)
     wg = 1
     if d.wgmma and (tile.warps < 4 or bm < 64) and eff_class(p) in ("f16", "fp8", "tf32", "int8"):
@@ -302,8 +307,9 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
     if kind == "blas":
         n_unf, unf_bytes = unfused_traffic(p)
     return Geometry(
-        ctas=ctas, waves=_ceil_div(ctas, d.core_count * occ), occ=occ,
-        share=min(occ, _ceil_div(ctas, d.core_count)), iters=_ceil_div(_ceil_div(p.k, sk), bk),
+        ctas=ctas, waves=waves, occ=occ,
+        share=min(occ, _ceil_div(ctas, d.core_count)), last_share=min(occ, _ceil_div(last, d.core_count)),
+        iters=_ceil_div(_ceil_div(p.k, sk), bk),
         flops_iter=2.0 * bm * bn * bk, bytes_iter=float((bm + bn) * bk * op_bytes),
         k_chain=bk * op_bytes / 32.0, bm=float(bm), bn=float(bn),
         stages=max(1, tile.stages), wgmma=wg, tma=int(bool(tile.tma and d.tma)),
@@ -327,9 +333,13 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
         # overlapping limits: neither hides the other completely
         return (a ** q + b ** q) ** (1.0 / q)
     e = eff * sel(g.wgmma, 1.0, P.mma_sync) / (1.0 + P.m_half / g.bm + P.n_half / g.bn)
-    t_mma = mx(g.share * g.flops_iter / (g.peak_core * e), g.k_chain * P.chain_ns * 1e-9)
     feed = P.feed_bytes_per_clk * g.clock_hz * sel(g.tma, P.tma_feed, 1.0)
-    t_feed = g.share * g.bytes_iter / feed
+
+    def shared(share):
+        # the matrix units and the operand feed of a core are shared by its resident CTAs
+        return (mx(share * g.flops_iter / (g.peak_core * e), g.k_chain * P.chain_ns * 1e-9),
+                share * g.bytes_iter / feed)
+    t_mma, t_feed = shared(g.share)
     # a pipeline cannot run more stages ahead than there are K steps
     t_lat = P.latency_us * 1e-6 / (g.stages if xp is math and g.iters >= g.stages
                                    else (min(g.stages, g.iters) if xp is math else xp.minimum(g.stages, g.iters)))
@@ -338,16 +348,21 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
         * sel(g.masked_k, sel(g.narrow, P.masked_k["8bit"], P.masked_k["wide"]), 1.0) \
         * sel(g.fma_rhs, sel(g.blas, P.fma_rhs_k_major["blas"], P.fma_rhs_k_major["triton"]), 1.0)
     step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout
-    fixed = P.cta_us * 1e-6 + P.latency_us * 1e-6 + (g.stages - 1) * P.stage_fill_ns * 1e-9
-    cta = g.iters * step + fixed * sel(g.blas, P.blas_cta_overlap, 1.0)
-    body = g.waves * cta
+    fixed = (P.cta_us * 1e-6 + P.latency_us * 1e-6 + (g.stages - 1) * P.stage_fill_ns * 1e-9) \
+        * sel(g.blas, P.blas_cta_overlap, 1.0)
+    cta = g.iters * step + fixed
+    # the last wave of a multi-wave kernel may be partial: fewer CTAs share
+    # each core, so its K steps are as fast as that sharing allows
+    l_mma, l_feed = shared(g.last_share)
+    cta_last = g.iters * (mx(mx(l_mma, l_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout + fixed
+    body = (g.waves - 1) * cta + cta_last
     t_dram = g.dram_bytes / g.hbm
     t_l2 = g.l2_bytes / (P.l2_factor * g.hbm)
     launch = sel(g.blas, P.blas_launch_us, P.launch_us) * 1e-6
     unf = g.unfused_kernels * P.epi_launch_us * 1e-6 + g.unfused_bytes / g.hbm
     total = launch + mx(body, t_dram) + unf
-    return {"total": total, "launch": launch, "mma": g.waves * g.iters * t_mma * tf,
-            "feed": g.waves * g.iters * t_feed * tf, "latency": g.waves * g.iters * t_lat * tf,
+    return {"total": total, "launch": launch, "mma": ((g.waves - 1) * t_mma + l_mma) * g.iters * tf,
+            "feed": ((g.waves - 1) * t_feed + l_feed) * g.iters * tf, "latency": g.waves * g.iters * t_lat * tf,
             "k_loop": g.waves * g.iters * P.iter_ns * 1e-9 * tf, "tile_factor": tf,
             "cta_overhead": g.waves * (P.cta_us + P.latency_us) * 1e-6,
             "body": body, "dram": t_dram, "l2": t_l2, "unfused_kernels": unf}

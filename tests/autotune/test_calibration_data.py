@@ -65,9 +65,9 @@ def test_fitted_model_on_held_out_gemms(device):
     s = evaluate(test, get_device(device))
     agree, n = s.agreement
     assert n >= 60
-    # measured (bench/autotune_calibration.py): H200 (527 GEMMs) 89.6%, 0.868, 0.853, 0.58, 85%;
-    # H100 (578 GEMMs) 95.7%, 0.850, 0.848, 0.53, 92%
-    lo = {"H200": (0.88, 0.85, 0.84, 0.55, 0.82), "H100": (0.945, 0.84, 0.835, 0.50, 0.90)}[device]
+    # measured (bench/autotune_calibration.py): H200 (661 GEMMs) 90.3%, 0.889, 0.857, 0.60, 85%;
+    # H100 (578 GEMMs) 95.8%, 0.854, 0.850, 0.53, 92%
+    lo = {"H200": (0.89, 0.87, 0.845, 0.58, 0.83), "H100": (0.95, 0.845, 0.84, 0.51, 0.91)}[device]
     assert agree / n >= lo[0]
     assert s.median_rho >= lo[1] and s.median_rho_small >= lo[2]
     assert s.worst_decile_rho >= lo[3]
@@ -210,3 +210,30 @@ def test_fma_dot_with_k_major_rhs():
             q = replace(p, rhs_k_major=rhs_k_major)
             ratio = kernel_time(q, d, tile, "triton", 49152, 64, P).ns / kernel_time(q, d, tile, "triton", 49152, 64, off).ns
             assert (ratio > 1.05) == pays, (dev, p.types_text, rhs_k_major, ratio)
+
+
+def test_partial_last_wave_is_cheaper():
+    """Wave quantization: the CTAs of a partial last wave share a core with
+    fewer others, so its K steps run faster than a full wave's.  Before this
+    term the 2-wave Triton configs of the H100 train split whose last wave was
+    under 30% full were estimated 0.20-0.27 (log) too slow in 5-fold CV, after
+    it 0.01-0.04.  One wave and whole waves cost what they did."""
+    from hlorun.autotune.cost import Tile, geometry, kernel_time
+    for dev in ("H200", "H100"):
+        d = get_device(dev)
+        P = replace(params_for(d), measured_device="")
+        p = next(x.problem for x in D.load(dev, "test") if x.problem.operand_bits == 16 and x.problem.batch == 1)
+        tile, smem, regs = Tile(128, 128, 64, 3, 8), 98304, 128
+
+        def t(ctas):
+            q = replace(p, m=128 * ctas, n=128, k=4096)
+            g = geometry(q, d, tile, "triton", smem, regs)
+            return kernel_time(q, d, tile, "triton", smem, regs, P).ns, g
+        full = d.core_count * t(1)[1].occ
+        one, g1 = t(full)
+        two_near_empty, g2 = t(full + 2)
+        two, g3 = t(2 * full)
+        assert (g1.waves, g2.waves, g3.waves) == (1, 2, 2) and g2.last_share == 1 and g3.last_share == g3.share
+        assert one < two_near_empty < two
+        # the near-empty last wave costs well under a full one
+        assert two_near_empty - one < 0.75 * (two - one), (dev, one, two_near_empty, two)
