@@ -227,6 +227,9 @@ class ModuleTracker:
         #: with an int ``gen`` (the generation it is up to date with) keeps
         #: the change log from that generation on.
         self.cache: dict = {}
+        #: the last ``changes_since`` answer (several consumers ask for the
+        #: same generation after one scan)
+        self._since_memo: tuple | None = None
         _TRACKERS.add(self)
 
     @property
@@ -241,6 +244,12 @@ class ModuleTracker:
             return None
         p = self._pre.get(instr) or _ir.PENDING.get(instr) or _ir.pre_image(instr)
         return p[:ROW_CONTAINER] + (c,) + p[ROW_CONTAINER:]
+
+    @property
+    def where(self) -> dict[Instruction, Computation]:
+        """instruction -> :meth:`container`, for every instruction of the
+        last scan (read it, never change it)."""
+        return self._where
 
     def container(self, instr: Instruction) -> Computation | None:
         """The computation whose instruction set held ``instr`` at the last
@@ -297,6 +306,7 @@ class ModuleTracker:
         _ir.SINCE[0] = _ir.EPOCH[0]
 
     def _scan(self, module: Module) -> Changes:
+        self._since_memo = None
         comps = module.computations
         sf = module.stack_frames
         header = (module.name, module.is_scheduled, tuple(module.header_attrs.items()),
@@ -417,6 +427,7 @@ class ModuleTracker:
                    default=self._base)
         drop = max(len(self._log) - self.keep, need - self._base)
         if drop > 0:
+            self._since_memo = None  # (holds removed instructions' rows)
             del self._log[:drop]
             self._base += drop
 
@@ -429,9 +440,20 @@ class ModuleTracker:
     # -- queries ---------------------------------------------------------------------
     def changes_since(self, gen: int | None) -> Changes:
         """Everything that changed from generation ``gen`` to now (``full``
-        when ``gen`` is None or older than the module the tracker follows)."""
+        when ``gen`` is None or older than the module the tracker follows).
+        The answer may be shared with other callers: read it, never change
+        it."""
         if gen is None or gen < self._base or gen > self.gen:
             return Changes(full=True)
+        key = (gen, self.gen, self._base, self.scans, self._module)
+        got = self._since_memo
+        if got is not None and got[0] == key:
+            return got[1]  # (consumers read it, never change it)
+        out = self._changes_since(gen)
+        self._since_memo = (key, out)
+        return out
+
+    def _changes_since(self, gen: int) -> Changes:
         out = Changes()
         for ch in self._log[gen - self._base:]:
             out.merge(ch)

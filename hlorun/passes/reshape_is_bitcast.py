@@ -16,6 +16,8 @@ that pass); ``check_changes`` re-examines only what the
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..ir.changes import ROW_ATTRS, ROW_OPCODE, Changes, ModuleTracker
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import reshape_is_bitcast
@@ -35,10 +37,22 @@ def _fused_callee(opcode: str, attrs: dict) -> Computation | None:
     return None
 
 
+#: (id(result shape), id(operand shape)) -> (verdict, the two shapes); the
+#: shapes are interned and immutable, and kept alive here with their ids
+_VERDICTS: dict[tuple[int, int], tuple] = {}
+
+
 def _bad(instr: Instruction) -> bool:
     s0 = instr.operands[0].shape
     s = instr.shape
-    return s.is_array and s0.is_array and not reshape_is_bitcast(s, s0)
+    got = _VERDICTS.get((id(s), id(s0)))
+    if got is not None:
+        return got[0]
+    bad = s.is_array and s0.is_array and not reshape_is_bitcast(s, s0)
+    if len(_VERDICTS) > 100_000:
+        _VERDICTS.clear()
+    _VERDICTS[(id(s), id(s0))] = (bad, s, s0)
+    return bad
 
 
 class _State:
@@ -63,9 +77,30 @@ class _State:
                 elif op == "reshape" and instr.operands:
                     reshapes.append((comp, instr))
                     self.reshapes.add(instr)
+        #: operand -> the reshapes that read it (each reshape's first operand
+        #: when it was last seen)
+        self.readers: dict[Instruction, set[Instruction]] = {}
+        self.operand_of: dict[Instruction, Instruction] = {}
         for comp, instr in reshapes:
+            self._index(instr)
             if comp not in self.fusers and _bad(instr):
                 self.bad.add(instr)
+
+    def _index(self, r: Instruction) -> None:
+        op = r.operands[0]
+        self.operand_of[r] = op
+        s = self.readers.get(op)
+        if s is None:
+            s = self.readers[op] = set()
+        s.add(r)
+
+    def _unindex(self, r: Instruction) -> None:
+        op = self.operand_of.pop(r, None)
+        if op is not None:
+            s = self.readers[op]
+            s.discard(r)
+            if not s:
+                del self.readers[op]
 
     #: the findings for ``report_bad`` (kept while nothing they print or
     #: their order depends on changes)
@@ -94,10 +129,17 @@ class _State:
         for i in ch.removed:
             reshapes.discard(i)
             self.bad.discard(i)
+            self._unindex(i)
             r = old_rows.get(i)
             if r is not None and r[ROW_OPCODE] == "fusion":
                 self._count(_fused_callee("fusion", r[ROW_ATTRS]), -1, flipped)
         changed = ch.instructions
+        # The reshapes to recheck: changed ones, readers of a changed
+        # instruction (a reshape's operand list is part of its own row, so
+        # an unchanged reshape reads the operand it was indexed with), and
+        # those of computations whose fusion callers came or went.
+        recheck: set[Instruction] = set()
+        readers = self.readers
         for i in changed:
             r = old_rows.get(i)
             if r is not None and r[ROW_OPCODE] == "fusion":
@@ -107,21 +149,29 @@ class _State:
                 self._count(_fused_callee(op, i.attrs), +1, flipped)
             if op == "reshape" and i.operands:
                 reshapes.add(i)
-            else:
+                self._unindex(i)
+                self._index(i)
+                recheck.add(i)
+            elif i in reshapes:
                 reshapes.discard(i)
                 self.bad.discard(i)
-        moved = set()
+                self._unindex(i)
+            else:
+                self.bad.discard(i)
+        for i in changed:
+            s = readers.get(i)
+            if s:
+                recheck.update(s)
         for c in flipped:
             if c.module is self.module:
-                moved.update(c._instructions)
+                recheck.update(i for i in c._instructions if i in reshapes)
         container = tracker.container
-        for i in reshapes:
-            if i in changed or i.operands[0] in changed or i in moved:
-                comp = container(i)
-                if comp is not None and comp not in self.fusers and _bad(i):
-                    self.bad.add(i)
-                else:
-                    self.bad.discard(i)
+        for i in recheck:
+            comp = container(i)
+            if comp is not None and comp not in self.fusers and _bad(i):
+                self.bad.add(i)
+            else:
+                self.bad.discard(i)
 
 
 def _report_stale(st: _State, ch: Changes) -> bool:
@@ -169,17 +219,30 @@ class ReshapeIsBitcast(Checker):
                         st.report = None
             if st.bad and (st.report is None or st.report_bad != st.bad):
                 # (a report walks the non-fusion computations in order)
-                st.report, st.report_bad = self._report(module, st.bad), set(st.bad)
+                st.report, st.report_bad = self._report(module, st.bad, tracker.container), \
+                    set(st.bad)
             tracker.cache[key] = st
             return list(st.report) if st.bad else []
         except Exception:
             return self.check(module)
 
-    def _report(self, module: Module, bad: set[Instruction]) -> list[Diagnostic]:
-        """Findings in ``MakeNonfusionComputations`` order."""
+    def _report(self, module: Module, bad: set[Instruction],
+                container: Callable[[Instruction], Computation | None] | None = None
+                ) -> list[Diagnostic]:
+        """Findings in ``MakeNonfusionComputations`` order.  ``container``
+        (the tracker's, whose state found ``bad``): when every offending
+        reshape sits in one computation (a non-fusion one, or it would not
+        offend), only that computation is walked."""
         from .dfs_rewrite import nonfusion_computations
         out: list[Diagnostic] = []
-        for comp in nonfusion_computations(module):
+        comps = None
+        if container is not None:
+            held = {container(i) for i in bad}
+            if len(held) == 1:
+                (c,) = held
+                if c is not None and c.module is module:
+                    comps = [c]
+        for comp in comps if comps is not None else nonfusion_computations(module):
             for instr in comp._instructions:
                 if instr not in bad:
                     continue

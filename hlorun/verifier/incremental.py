@@ -54,15 +54,15 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Iterable, Iterator
 
-from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_USERS, Changes,
-                          ModuleTracker)
+from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_PARENT, ROW_USERS,
+                          Changes, ModuleTracker)
 from ..ir.changes import _has_calls as called
 from ..ir.module import Computation, Instruction, Module
 from . import module_rules
 from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, _State, _comp_info, _fields_changed,
                                 _is_asyncish, _names, _renamed, _set_watch, _unwatch)
 from .module import (Finding, _computation, _has_buffer, _instruction, buffer_rules,
-                     call_list, context_from, deadlock_rules, reads_users)
+                     call_list, context_from, deadlock_rules, instruction_findings, reads_users)
 
 
 def _full(module: Module, opts: Any, gen: int) -> _State:
@@ -106,29 +106,81 @@ def _module_level(st: _State, module: Module, opts: Any, channels: bool,
         st.lcar_f = list(module_rules.layout_constrained_all_reduce(module))
 
 
+_ASYNCISH, _READS_USERS, _CHANNEL, _ALLRED = 1, 2, 4, 8
+#: opcode -> the bits above
+_KINDS: dict[str, int] = {}
+
+
+def _kind(op: str) -> int:
+    k = _KINDS[op] = ((_ASYNCISH if _is_asyncish(op) else 0)
+                      | (_READS_USERS if reads_users(op) else 0)
+                      | (_CHANNEL if op in _CHANNEL_OPS else 0)
+                      | (_ALLRED if op in _ALL_REDUCE else 0))
+    return k
+
+
 def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleTracker) -> None:
     old_ctx = st.ctx
     touched = tracker.touched(ch) | ch.removed_computations
     old_rows = ch.old_rows
-    container = tracker.container
     # Computations where a name may now be duplicated: an instruction was
     # added, renamed or moved in.
     # And where the call list may differ: a calling instruction was added,
     # removed, changed, or removed and added again.
     named: set[Computation | None] = set()
     calling: set[Computation | None] = set(ch.call_order)
+    # Users read an operand's own fields and whether it lists them: all
+    # users are rerun when its fields changed, only those that joined or
+    # left when just its links did.  (No rule reads its users' state but
+    # asynchronous ones, which watch them.)  A changed parent reruns the
+    # old and new parents' own rules (their parameters' parents).
+    redo: set[Instruction] = set(ch.instructions)
+    redo_update = redo.update
+    moved: set[Computation] = set()
+    watch = st.watch
+    wget = tracker.where.get
+    rget = old_rows.get
+    watch_get = watch.get
     for i in ch.instructions:
-        r = old_rows.get(i)
-        c = container(i)
-        if r is None or r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
+        r = rget(i)
+        c = wget(i)
+        users = i._users
+        if r is None:
             named.add(c)
-        if called(i.attrs) or (r is not None and called(r[ROW_ATTRS])):
-            calling.add(c)
-            if r is not None:
+            if called(i.attrs):
+                calling.add(c)
+            if users:
+                redo_update(users)
+        else:
+            if r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
+                named.add(c)
+            if called(i.attrs) or called(r[ROW_ATTRS]):
+                calling.add(c)
                 calling.add(r[ROW_CONTAINER])
+            if _fields_changed(r, i, c):
+                redo_update(users)
+                redo_update(r[ROW_USERS])
+                if r[ROW_PARENT] is not i.parent:
+                    moved.add(r[ROW_PARENT])
+                    moved.add(i.parent)
+            elif r[ROW_USERS] != tuple(users):
+                redo_update(set(r[ROW_USERS]).symmetric_difference(users))
+        if i.control_successors:
+            redo_update(i.control_successors)
+        if watch:  # readers through links the users lists may not show
+            w = watch_get(i)
+            if w:
+                redo_update(w)
     for i in ch.removed:
         if called(old_rows[i][ROW_ATTRS]):
             calling.add(old_rows[i][ROW_CONTAINER])
+        redo_update(i._users)
+        redo_update(i.control_successors)
+        redo_update(old_rows[i][ROW_USERS])
+        if watch:
+            w = watch_get(i)
+            if w:
+                redo_update(w)
     if ch.calls:  # rebuilt from the computations' call lists, the changed ones read again
         calls = st.calls
         for c in ch.removed_computations:
@@ -143,31 +195,6 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     else:
         ctx = old_ctx
     st.ctx = ctx
-    redo: set[Instruction] = set(ch.instructions)
-    for i in ch.instructions:
-        # Users read an operand's own fields and whether it lists them:
-        # all users are rerun when its fields changed, only those that
-        # joined or left when just its links did.  (No rule reads its
-        # users' state but asynchronous ones, which watch them.)
-        r = old_rows.get(i)
-        if r is None or _fields_changed(r, i, container(i)):
-            redo.update(i._users)
-            if r is not None:
-                redo.update(r[ROW_USERS])
-        elif r[ROW_USERS] != tuple(i._users):
-            redo.update(set(r[ROW_USERS]).symmetric_difference(i._users))
-        if i.control_successors:
-            redo.update(i.control_successors)
-    for i in ch.removed:
-        redo.update(i._users)
-        redo.update(i.control_successors)
-        redo.update(old_rows[i][ROW_USERS])
-    watch = st.watch
-    if watch:  # readers through links the users lists may not show
-        for i in ch.instructions:
-            redo.update(watch.get(i, ()))
-        for i in ch.removed:
-            redo.update(watch.get(i, ()))
     whole: set[Computation] = set()  # computations to redo entirely
     for c in ch.computations:
         info = _comp_info(c)
@@ -225,43 +252,50 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             st.all_reduces.discard(i)
             all_reduce = True
     memo = st.memo
+    asyncish, channel_instrs, all_reduces = st.asyncish, st.channel_instrs, st.all_reduces
+    watching = st.watching
+    inst_f_pop = inst_f.pop
     for i in redo:
-        comp = container(i)
+        comp = wget(i)
         if comp is None:  # not in the module (a stale neighbour)
-            inst_f.pop(i, None)
+            inst_f_pop(i, None)
             _unwatch(st, i)
-            st.asyncish.discard(i)
+            asyncish.discard(i)
             continue
-        f = list(_instruction(i, comp, opts, ctx, memo))
+        f = instruction_findings(i, comp, opts, ctx, memo)
         if f:
             inst_f[i] = f
-        else:
-            inst_f.pop(i, None)
-        if f or i.control_predecessors or i in st.watching or reads_users(i.opcode):
-            _set_watch(st, i, bool(f))
+        elif inst_f:
+            inst_f_pop(i, None)
         op = i.opcode
-        if _is_asyncish(op):
-            st.asyncish.add(i)
+        kind = _KINDS.get(op)
+        if kind is None:
+            kind = _kind(op)
+        if f or i.control_predecessors or kind & _READS_USERS or (watching and i in watching):
+            _set_watch(st, i, bool(f))
+        if kind & _ASYNCISH:
+            asyncish.add(i)
             st.async_callees.update(i.called_computations())
-        else:
-            st.asyncish.discard(i)
-        if op in _CHANNEL_OPS or i in st.channel_instrs:
+        elif asyncish:
+            asyncish.discard(i)
+        if kind & _CHANNEL or (channel_instrs and i in channel_instrs):
             channel = True
-            if op in _CHANNEL_OPS:
-                st.channel_instrs.add(i)
+            if kind & _CHANNEL:
+                channel_instrs.add(i)
             else:
-                st.channel_instrs.discard(i)
-        if op in _ALL_REDUCE or i in st.all_reduces:
+                channel_instrs.discard(i)
+        if kind & _ALLRED or (all_reduces and i in all_reduces):
             all_reduce = True
-            if op in _ALL_REDUCE:
-                st.all_reduces.add(i)
+            if kind & _ALLRED:
+                all_reduces.add(i)
             else:
-                st.all_reduces.discard(i)
+                all_reduces.discard(i)
     # Per-computation rules and names.
-    redo_comps = touched | whole
-    if ch.calls:
-        redo_comps = set(module.computations)
-    for c in redo_comps:
+    # (A computation's own rules read its fields, its parameters' parents
+    # and numbers, and whether it is asynchronous: ``whole`` has those
+    # whose role changed.)
+    moved.discard(None)
+    for c in touched | whole | moved:
         if c.module is not module or c not in st.comp_info:
             continue
         f = list(_computation(c, ctx))
