@@ -110,6 +110,8 @@ def _gen_of(consumer: object) -> object:
 
 
 _NO_ROW = (None, None, ())
+#: attrs' index in a pre-image (a row without the container)
+_PRE_ATTRS = ROW_ATTRS - 1
 #: every live tracker (a scan hands pre-images to all of them)
 _TRACKERS: "weakref.WeakSet[ModuleTracker]" = weakref.WeakSet()
 
@@ -377,10 +379,14 @@ class ModuleTracker:
             c0 = wget(i)
             if c is None or c0 is None:  # removed, or not followed
                 continue
-            old = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
             q = _ir.pre_image(i)
+            if c is c0 and p == q:  # (the rows without their equal containers)
+                if _has_calls(q[_PRE_ATTRS]):
+                    ch.call_order.add(c)
+                continue
+            old = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
             new = q[:ROW_CONTAINER] + (c,) + q[ROW_CONTAINER:]
-            if old != new and not same_constant(old, new):
+            if not same_constant(old, new):
                 changed.append(i)
                 old_rows[i] = old
             elif _has_calls(new[ROW_ATTRS]):
