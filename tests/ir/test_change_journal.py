@@ -225,3 +225,27 @@ def test_merged_changes_give_no_old_row_to_an_instruction_added_since():
     assert neg not in ch.old_rows
     assert ch.old_rows[i][2] is not i.shape  # the row before both steps
     assert tracker.changes_since(tracker.gen - 1).old_rows[neg] is not None
+
+
+def test_changes_since_is_shared_until_the_next_scan():
+    """Consumers asking for the same generation after one scan (the
+    verifier and reshape-is-bitcast) get one answer, equal to a fresh one;
+    a scan that finds a change gives a new one."""
+    m = cnn()
+    tracker = ModuleTracker()
+    g0 = tracker.scan(m)
+    i = _reducer_add(m)
+    i.replace_operand_with(i.operands[0], _other_param(i))
+    tracker.scan(m)
+    a = tracker.changes_since(g0)
+    assert tracker.changes_since(g0) is a
+    fresh = tracker._changes_since(g0)
+    assert (a.instructions, a.removed, a.computations, a.calls) == \
+        (fresh.instructions, fresh.removed, fresh.computations, fresh.calls)
+    assert i in a.instructions
+    g1 = tracker.gen
+    i.attrs["metadata"] = '{op_name="x"}'
+    tracker.scan(m)
+    b = tracker.changes_since(g0)
+    assert b is not a and i in b.instructions
+    assert tracker.changes_since(g1) is not b
