@@ -61,8 +61,9 @@ from ..ir.module import Computation, Instruction, Module
 from . import module_rules
 from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, _State, _comp_info, _fields_changed,
                                 _is_asyncish, _names, _renamed, _set_watch, _unwatch)
+from .fast_path import instruction_findings
 from .module import (Finding, _computation, _has_buffer, _instruction, buffer_rules,
-                     call_list, context_from, deadlock_rules, instruction_findings, reads_users)
+                     call_list, context_from, deadlock_rules, reads_users)
 
 
 def _full(module: Module, opts: Any, gen: int) -> _State:
