@@ -22,27 +22,21 @@ reshape/transpose (algsimp folds ``transpose(broadcast)`` and
 ``transpose(transpose)`` afterwards).
 
 On a MoE training step this moves the strength-reduced forward product's
-token-major transpose below its multiply, so the broadcast of the router
-weights it shared (after CSE) with the backward outer product is left to
+token-major transpose below its multiply, so the broadcast of the routing
+weights (the top-k scatter) it shared (after CSE) with the backward outer product is left to
 the backward product alone; layout assignment then lays that product out
-the way the backward GEMMs read it, as XLA does (moe_topk_train: 27/29
-kernels, all matched, with this pass in XLA's "simplification" fixed point,
-its "reshape_mover_after_conv_canonicalization" fixed point with algsimp,
-and convert-mover in "simplification-2" / "simplify_after_conv_
-canonicalization").
+the way the backward GEMMs read it, as XLA does (XLA's loop_convert_fusion
+bf16[8,256,512]{2,1,0} read by both weight-gradient GEMMs).
 
-Not in the default pipeline yet: it sinks the SGD updates' transposes of
-weight-gradient dots below their learning-rate multiply, where XLA's
-algsimp has already turned ``transpose(dot)`` into a dot with swapped
-operands (``do_transpose_of_dot``, not on main).  Without that rule the
-shared learning-rate broadcast can carry a transposed layout to an
-embedding's gradient scatter; layout normalization then leaves it with
-unsorted ``update_window_dims``, which the ScatterSimplifier at the end of
-the first layout_normalization site sorts (clip_loss_train_f32 used to
-stop there).  Measured with this pass in "simplification" only: every
-known and held-out program compiles; known 1575/1602 kinds, 26/27 within
-+-10% (moe_topk_train 33/29 kernels) against 1573/1602, 27/27 without it;
-held-out 1532/1612, 40/41 either way.
+In gpu-cuda's "simplification" fixed point (after tuple-simplifier), as in
+XLA.  The SGD-update transposes it used to sink below their learning-rate
+multiply are now turned into dots with swapped operands by algsimp's
+transpose-of-dot rule first.  Measured (bench/kernel_lists.py, main b84fe37
+-> with this pass): known 1567 -> 1568/1602 kinds, 26 -> 27/27 within +-10%
+(moe_topk_train 26 -> 30/29 kernels, 26 -> 27/29 kinds); held-out 1526 ->
+1530/1612, 41/41.  An earlier measurement with it also in a
+"reshape_mover_after_conv_canonicalization" fixed point and convert-mover
+in "simplification-2" gave moe 27/29; those two are not wired in.
 
 Remarks: one per rewritten instruction (``applied``), one per candidate
 dropped because a rearrange operand has other users (``missed``).
