@@ -52,6 +52,10 @@ held-out dumps of testdata/xla-dumps-holdout):
   whose outputs fill fewer 32-column tiles than the GPU has SMs (the second
   stage of a split batch-norm or bias-gradient sum): less than a wave of
   native column tiles, measured slower than one Triton tile per block;
+* block-level Triton chosen -- an f32 column reduction of at most 64 rows
+  however wide (the second stage of a split-K weight gradient:
+  embed_adagrad_rows_f32's f32[32,128,256] -> f32[128,256],
+  gnn_message_passing_f32's f32[64,128,64] -> f32[128,64]; 3 of 3 went Triton);
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
   transposes) of elements narrower than 4 bytes (f32 transposes measured
   faster native), a loop transpose that moves the minor dimension to a
@@ -118,7 +122,8 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     rows than the device has SMs (``cores``), each at most
     :data:`SHORT_ROW` long; ``short-column-reduction``: an f32 column
     reduction of at most :data:`SHORT_COLUMN` rows whose outputs fill fewer
-    32-column tiles than there are SMs."""
+    32-column tiles than there are SMs; ``split-column-reduction``: any other
+    f32 column reduction of at most :data:`SPLIT_COLUMN` rows."""
     body = fusion.fused_computation
     members = set(body.instructions)
     hero = find_hero(body.root, members)
@@ -140,6 +145,8 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
         if (hero.operands[0].shape.element_type == "f32" and dims.dims[1] <= SHORT_COLUMN
                 and dims.dims[0] * dims.dims[2] < cores * WARP_SIZE):
             return "short-column-reduction"
+        if hero.operands[0].shape.element_type == "f32" and dims.dims[1] <= SPLIT_COLUMN:
+            return "split-column-reduction"
         return "column-reduction"
     if tiled_transpose(hero):
         return "transpose"
@@ -260,10 +267,20 @@ SHORT_ROW = 256
 #: (mp_adam_transformer, clip_loss_train_f32); bf16 columns stayed native)
 SHORT_COLUMN = 512
 
+#: The longest f32 column a "split-column-reduction" has, whatever its
+#: width: the second stage of a split-K GEMM or of a split reduction sums a
+#: few partial results per output (fitted: f32 columns of 32 and 64 rows
+#: went Triton in the dumps however many outputs -- embed_adagrad_rows_f32's
+#: [32, 32768] weight gradient, gnn_message_passing_f32's [64, 8192] (3 of
+#: 3); the native column emitter's 32x32 shared-memory tiles do at most two
+#: rows of tiles of work per block there)
+SPLIT_COLUMN = 64
+
 #: Native emitters the model expects the block-level emitter to beat.
 TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction",
                          "loop-transpose-minor", "short-row-reduction",
-                         "short-column-reduction", "single-row-reduction"})
+                         "short-column-reduction", "split-column-reduction",
+                         "single-row-reduction"})
 #: Elements per SM below which a loop fusion computing reductions elementally
 #: stays native (fitted to XLA's measured choices on the dumps: split-K
 #: epilogues with <= 65536 outputs stay native, >= 98304 go to Triton on

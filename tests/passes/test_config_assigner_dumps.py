@@ -106,6 +106,26 @@ def test_short_row_reductions(dump, name, emitter, triton):
     assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
 
 
+@pytest.mark.parametrize("dump,name,emitter,triton", [
+    # split-K second stages of the GNN's weight gradients: f32[64,128,64] ->
+    # f32[128,64] (64 rows, 8192 outputs; XLA: __triton)
+    ("xla-dumps-holdout/gnn_message_passing_f32", "input_reduce_fusion.2",
+     "split-column-reduction", True),
+    ("xla-dumps-holdout/gnn_message_passing_f32", "input_reduce_fusion.3",
+     "split-column-reduction", True),
+    # 128-row f32 columns with many outputs stay native (resnet's batch-norm sums)
+    ("xla-dumps-holdout/resnet_bn_train_bf16", "input_reduce_fusion.10", "column-reduction", False),
+])
+def test_split_column_reductions(dump, name, emitter, triton):
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kInput"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == emitter
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+
+
 def _xla_fusions(kind: str):
     sys.path.insert(0, str(ROOT / "bench"))
     import kernel_lists

@@ -203,3 +203,15 @@ def test_weight_gradient_gemm_is_computed_transposed(step_result):
     assert tuple(reduce_fusion.shape.dimensions) == (128, 256)
     assert tuple(reduce_fusion.shape.minor_to_major) == (1, 0)
     assert all(u.opcode == "fusion" for u in reduce_fusion.users)
+
+
+def test_split_k_reduce_of_the_weight_gradient_is_block_level(step_result):
+    """The split-K second stage (32 rows of f32 partial sums, 32768 outputs)
+    becomes a generic Triton fusion, as XLA's measured choice on
+    embed_adagrad_rows_f32 (input_reduce_fusion.3, kind __triton)."""
+    from hlorun.passes.priority_fusion.analysis import fusion_backend_kind
+    m = step_result.module
+    gemm = next(i for i in m.entry.instructions if i.opcode == "fusion" and i.shape.is_array
+                and tuple(i.shape.dimensions) == (32, 128, 256))
+    (reduce_fusion,) = [u for u in gemm.users if u.opcode == "fusion"]
+    assert fusion_backend_kind(reduce_fusion) == "__triton"
