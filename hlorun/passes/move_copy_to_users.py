@@ -42,8 +42,8 @@ a reduce+transpose multi-output fusion, which hlorun's priority fusion copies
 into both transposes instead), held-out kinds 1528 -> 1531 but programs within
 +-10% 39 -> 38 (swin_window_attn_bf16 12 -> 11 / 13 kernels).  Alone (without
 the transpose-of-dot rewrite) it lowers kinds further (known 1547).
-algsimp's ``enable_transpose_of_dot`` is on by default since session 6 (alone
-it leaves both sets' kernel lists unchanged); this pass stays out of gpu-cuda.
+algsimp's ``enable_transpose_of_dot`` is off (on its own it now lowers known
+kinds 1572 -> 1567, see the option's comment); this pass stays out of gpu-cuda.
 """
 
 from __future__ import annotations
