@@ -192,9 +192,9 @@ def test_split_k_reduce_of_the_weight_gradient_is_block_level(step_result):
     """The split-K second stage (32 rows of f32 partial sums, 32768 outputs)
     becomes a generic Triton fusion, as XLA's measured choice on
     embed_adagrad_rows_f32 (input_reduce_fusion.3, kind __triton).  (XLA
-    computes this gradient as dot(x, gh), f32[32,128,256]; hlorun keeps
-    JAX's dot(gh, x) + transpose, f32[32,256,128], while algsimp's
-    enable_transpose_of_dot is off.)"""
+    computes this gradient as dot(x, gh), f32[32,128,256]; so does hlorun
+    with algsimp's enable_transpose_of_dot, on by default; without it,
+    JAX's dot(gh, x) + transpose, f32[32,256,128].)"""
     from hlorun.passes.priority_fusion.analysis import fusion_backend_kind
     m = step_result.module
     gemm = next(i for i in m.entry.instructions if i.opcode == "fusion" and i.shape.is_array

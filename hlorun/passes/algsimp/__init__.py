@@ -30,7 +30,7 @@ does is not implemented and left unchanged):
   (``enable_broadcast_degenerate_dimension``);
 * transpose: identity transposes removed, transpose(transpose(x)) merged,
   transpose(dot(a, b)) -> dot(b, a) when the dot is canonical and the
-  transpose swaps its last two dimensions (``enable_transpose_of_dot``, off
+  transpose swaps its last two dimensions (``enable_transpose_of_dot``, on
   by default), transpose(broadcast(x)) -> broadcast(x) when x's dimensions
   keep their order; layout-sensitive: a transpose that is a bitcast becomes
   a bitcast;
@@ -77,16 +77,16 @@ class AlgebraicSimplifier(Pass):
     enable_dot_to_multiply_rewrite: bool = True
     enable_broadcast_degenerate_dimension: bool = True
     #: HandleTranspose's transpose(dot(a, b)) -> dot(b, a) for canonical dots
-    #: (:func:`.dot.transpose_of_dot`).  XLA always runs it.  Off by default:
-    #: turned on in session 6 (ac943a9) when it was neutral on both sets, it
-    #: lowers them on main after the site-1 layout-normalization and
-    #: priority-fusion changes of the same session (known 1572 -> 1567/1602,
-    #: held-out 1529 -> 1528/1612: the transformers' split-K weight gradients
-    #: become extra generic Triton fusions); on embed_adagrad_rows_f32 it
-    #: gives XLA's weight-gradient GEMM form (f32[32,128,256] + reduce to
-    #: f32[128,256]{1,0}) with the same kernel kinds either way.  See also
-    #: the move_copy_to_users docstring.
-    enable_transpose_of_dot: bool = False
+    #: (:func:`.dot.transpose_of_dot`).  XLA always runs it, and so does
+    #: hlorun (on since the end of session 6).  Measured on that session's
+    #: final main, on against off: known kinds 1573 -> 1568/1602 (27/27 within
+    #: +-10% either way: the transformers' split-K weight gradients become
+    #: extra generic Triton fusions), held-out 1531 -> 1532/1612 (41/41), and
+    #: the two sets compiled during session 6 (24 programs) 1094 -> 1086/1152
+    #: but 20 -> 22/24 within +-10% (gpt_bf16x3_f32_train 127 -> within,
+    #: switch_moe_capacity_bf16 31 -> within); XLA's weight-gradient GEMM form
+    #: on embed_adagrad_rows_f32.  See also the move_copy_to_users docstring.
+    enable_transpose_of_dot: bool = True
     run_to_fixed_point: bool = True
     #: XLA's HandleDivide ``A / C`` -> ``A * (1 / C)`` (always on in XLA).
     #: Off by default: with it the held-out kernel lists lose 3 matched
