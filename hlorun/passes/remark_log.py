@@ -21,10 +21,9 @@ from __future__ import annotations
 import pickle
 import zlib
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-if TYPE_CHECKING:
-    from .base import Remark
+from .remark import Remark
 
 #: remarks per packed chunk
 CHUNK = 1024
@@ -145,7 +144,6 @@ def _unpack(chunk: tuple[int, bytes | list]) -> Iterable["Remark"]:
     payload = chunk[1]
     if type(payload) is list:
         return list(payload)
-    from .base import Remark
     make = Remark._from_fields
     return map(make, pickle.loads(zlib.decompress(payload)))
 
