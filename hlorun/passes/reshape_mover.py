@@ -212,7 +212,7 @@ class ReshapeMover(Pass):
             new = Instruction("transpose", instr.shape, [elementwise], "",
                               {"dimensions": rearrange.attrs["dimensions"]})
         self.remark(instr, f"{rearrange.opcode} {rearrange.name} sunk below {instr.opcode}: "
-                           f"{instr.opcode} now on {shape}", derived_from=[instr, rearrange])
+                           f"{instr.opcode} now on {shape}", derived_from=[instr])
         replace_instruction(comp, instr, new, check_shape=False)
 
 
