@@ -18,6 +18,7 @@ from ...ir.shape import (Shape, bit_width, inverse_permutation, merely_inserts_o
                          reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import add as add_rules
+from . import compare as compare_rules
 from . import concat as concat_rules
 from . import dot as dot_rules
 from . import minmax as minmax_rules
@@ -132,6 +133,12 @@ class AlgsimpVisitor(DfsRewriteVisitor):
         if op.opcode == "reshape":
             self.replace_with_new(reshape, self.new("reshape", shape, [op.operands[0]]))
             return
+        if op.opcode == "iota":
+            # reshape(iota) -> iota when the reshape keeps the iota dimension
+            dims = reshape_leaves_dimensions_unmodified(reshape, (op.int_attr("iota_dimension"),))
+            if dims is not None:
+                self.replace_with_new(reshape, self.new("iota", shape, [], iota_dimension=str(dims[0])))
+                return
         if op.opcode == "broadcast":
             dims = reshape_leaves_dimensions_unmodified(reshape, op.dimensions)
             if dims is not None:
@@ -278,6 +285,10 @@ class AlgsimpVisitor(DfsRewriteVisitor):
 
     def handle_multiply(self, mul: Instruction) -> None:
         add_rules.handle_multiply(self, mul)
+
+    # -- compare -----------------------------------------------------------------------
+    def handle_compare(self, compare: Instruction) -> None:
+        compare_rules.handle_compare(self, compare)
 
     # -- select / divide ----------------------------------------------------------------
     def handle_select(self, select: Instruction) -> None:
