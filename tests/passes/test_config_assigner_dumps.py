@@ -68,6 +68,20 @@ def _fusion(dump: str, name: str):
     return next(i for c in module.computations for i in c.instructions if i.name == name)
 
 
+def _assign_reduction(dump, name, emitter, triton):
+    """The reduction fusion ``name`` of ``dump``, made a plain kInput fusion
+    again: its native emitter is ``emitter`` and the config assigner sends
+    it to the block-level Triton emitter iff ``triton``."""
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kInput"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == emitter
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    return fusion
+
+
 @pytest.mark.parametrize("dump,name,emitter,triton", [
     # a gradient leaf's sum of squares: bf16[1024] -> f32[] (XLA: __triton)
     ("xla-dumps-holdout/adamw_clip_tree", "input_reduce_fusion.5", "single-row-reduction", True),
@@ -79,13 +93,7 @@ def _fusion(dump: str, name: str):
     ("xla-dumps-holdout/lstm_scan_train_f32", "input_reduce_fusion.1", "row-reduction", False),
 ])
 def test_single_row_reductions(dump, name, emitter, triton):
-    from hlorun.passes.base import Target
-    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
-    fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kInput"
-    fusion.attrs.pop("backend_config", None)
-    assert native_emitter(fusion, 132) == emitter
-    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    fusion = _assign_reduction(dump, name, emitter, triton)
     assert (fusion.fusion_kind == "kCustom") is triton
 
 
@@ -117,13 +125,7 @@ def test_short_row_reductions(dump, name, emitter, triton):
     ("xla-dumps-holdout/resnet_bn_train_bf16", "input_reduce_fusion.10", "column-reduction", False),
 ])
 def test_split_column_reductions(dump, name, emitter, triton):
-    from hlorun.passes.base import Target
-    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
-    fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kInput"
-    fusion.attrs.pop("backend_config", None)
-    assert native_emitter(fusion, 132) == emitter
-    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    _assign_reduction(dump, name, emitter, triton)
 
 
 def _xla_fusions(kind: str):

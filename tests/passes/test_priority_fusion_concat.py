@@ -6,7 +6,6 @@ kernel), checked on the top-k index concatenate of moe_topk_train."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,8 @@ from hlorun.passes.fusion_wrapper import FusionWrapper
 from hlorun.passes.priority_fusion.analysis import FusionView, emitter_kind, fusion_kind_for
 from hlorun.passes.priority_fusion.model import DEVICES, concatenate_flops, estimate, launch_dims
 from hlorun.text.parser import parse_module
+
+from .dump_compile import compiled_known_dump
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,16 +121,10 @@ def test_moe_topk_indices_concatenate_is_its_own_kernel():
     """moe_topk_train: XLA keeps the top-k indices concatenate as one kInput
     kernel read by both scatter-adds instead of recomputing it (400 flops
     per element) in each of its users."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import kernel_lists
-    d = ROOT / "testdata" / "xla-dumps" / "moe_topk_train"
-    if kernel_lists.dump_files(d) is None:
+    got = compiled_known_dump("moe_topk_train")
+    if got is None:
         pytest.skip("moe_topk_train dump not present")
-    import hlorun
-    from hlorun.pipeline.loader import load_pipeline
-    from hlorun.pipeline.run import RunOptions, run_pipeline
-    module = hlorun.load_module(kernel_lists.dump_files(d)[0])
-    res = run_pipeline(module, load_pipeline("gpu-cuda"), RunOptions())
+    res, module = got
     assert res.exit_code == 0
     concats = [i for i in module.entry.instructions if i.opcode == "fusion"
                and i.fused_computation.root.opcode == "concatenate"]

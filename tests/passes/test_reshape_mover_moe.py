@@ -21,6 +21,8 @@ from hlorun.passes.dce import HloDCE
 from hlorun.passes.reshape_mover import ReshapeMover
 from hlorun.text.parser import parse_module
 
+from .dump_compile import compiled_known_dump
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # moe_topk_train after dot-strength-reduction (shapes and dimension numbers
@@ -83,16 +85,10 @@ def test_moe_outer_product_laid_out_as_the_weight_gradient_gemms_read_it():
     one kLoop kernel bf16[8,256,512]{2,1,0} (convert root) read by the two
     weight-gradient GEMM fusions, as XLA's loop_convert_fusion, and the
     kernel count is within +-10% of XLA's 29 (26 before this pass)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import kernel_lists
-    d = ROOT / "testdata" / "xla-dumps" / "moe_topk_train"
-    if kernel_lists.dump_files(d) is None:
+    got = compiled_known_dump("moe_topk_train")
+    if got is None:
         pytest.skip("moe_topk_train dump not present")
-    import hlorun
-    from hlorun.pipeline.loader import load_pipeline
-    from hlorun.pipeline.run import RunOptions, run_pipeline
-    module = hlorun.load_module(kernel_lists.dump_files(d)[0])
-    res = run_pipeline(module, load_pipeline("gpu-cuda"), RunOptions())
+    res, module = got
     assert res.exit_code == 0
     outer = [i for i in module.entry.instructions if i.opcode == "fusion"
              and i.fusion_kind == "kLoop" and str(i.shape) == "bf16[8,256,512]{2,1,0}"
@@ -101,6 +97,8 @@ def test_moe_outer_product_laid_out_as_the_weight_gradient_gemms_read_it():
     gemms = [u for u in outer[0].users if u.opcode == "fusion" and u.fusion_kind == "kCustom"
              and "dot" in {i.opcode for i in u.fused_computation.instructions}]
     assert len(gemms) == 2
-    row = kernel_lists.compare_row(d)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import kernel_lists
+    row = kernel_lists.compare_row(ROOT / "testdata" / "xla-dumps" / "moe_topk_train")
     assert row.failure is None and row.count_ok, row.differences()
     assert 27 <= len(row.ours) <= 31 and row.matched >= 27, row.differences()
