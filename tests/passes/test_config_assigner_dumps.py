@@ -105,13 +105,7 @@ def test_single_row_reductions(dump, name, emitter, triton):
     ("xla-dumps/dropout_mlp_train_bf16", "input_reduce_fusion", "short-row-reduction", True),
 ])
 def test_short_row_reductions(dump, name, emitter, triton):
-    from hlorun.passes.base import Target
-    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
-    fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kInput"
-    fusion.attrs.pop("backend_config", None)
-    assert native_emitter(fusion, 132) == emitter
-    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    _assign_reduction(dump, name, emitter, triton)
 
 
 @pytest.mark.parametrize("dump,name,emitter,triton", [
