@@ -61,6 +61,7 @@ REGISTRY: dict[str, str] = {
     "reduce-window-rewriter": "hlorun.passes.reduce_window_rewriter:ReduceWindowRewriter",
     "reduction-dimension-grouper":
         "hlorun.passes.reduction_rewriters:ReductionDimensionGrouper",
+    "reduction-layout-normalizer": "hlorun.passes.reduction_layout_normalizer:ReductionLayoutNormalizer",
     "reduction-splitter": "hlorun.passes.reduction_rewriters:ReductionSplitter",
     "rename_fusions": "hlorun.passes.rename_fusions:RenameFusions",
     "reshape-decomposer": "hlorun.passes.reshape_decomposer:ReshapeDecomposer",
@@ -79,6 +80,7 @@ REGISTRY: dict[str, str] = {
     "topk-splitter": "hlorun.passes.topk_specializer:TopKSplitter",
     "transpose-folding": "hlorun.passes.transpose_folding:TransposeFolding",
     "tree-reduction-rewriter": "hlorun.passes.reduction_rewriters:TreeReductionRewriter",
+    "triangular-solve-rewriter": "hlorun.passes.triangular_solve_rewriter:TriangularSolveRewriter",
     "triton-gemm-rewriter": "hlorun.passes.gemm_fusion:GemmFusion",
     "tuple-simplifier": "hlorun.passes.tuple_simplifier:TupleSimplifier",
     "while-loop-simplifier": "hlorun.passes.while_loop_simplifier:WhileLoopSimplifier",

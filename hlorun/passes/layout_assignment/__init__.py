@@ -15,7 +15,9 @@ Per non-fusion computation (callees first):
    user already asked for if the dot can write it, else descending; a
    transpose whose operand is a single-use dot asks the dot for the layout
    that makes the transpose a bitcast; a sort whose keys have rank > 1 gets
-   the keys' default layout on every operand and output;
+   the keys' default layout on every operand and output; an fft gets the
+   default layout on its operand and result (cuFFT); a triangular-solve
+   gets Fortran (column-major) layouts on both operands and its result;
 3. propagation (see :mod:`.propagation`): layouts flow to users and back to
    operands so that elementwise ops keep one layout and reshapes and
    transposes stay bitcasts wherever constraints allow (consumer-pulled
@@ -43,7 +45,7 @@ constraints in between and raising current_priority_ from 0 to 1; inside
 one computation every constraint of a round has that round's priority, so
 a non-mandatory update never replaces a different layout -- priorities
 only decide between computations and for dynamic-update-slice operands);
-fusion computations are not laid out; FFT/TopK-custom-call backend
+fusion computations are not laid out; TopK-custom-call backend
 constraints are not modelled.  Option ``free_gemm_output``: do not
 constrain dot outputs, as for a dot a Triton GEMM fusion will compute (its
 emitter writes any layout); consumer layouts then reach the dot through
@@ -64,7 +66,8 @@ from ...ir.shape import Layout, Shape, default_layout
 from ..base import Pass
 from ..dfs_rewrite import nonfusion_computations
 from .conv import add_conv_constraints, is_dnn_convolution
-from .gpu import add_dot_constraints, add_sort_constraints, add_transpose_of_dot_constraint
+from .gpu import (add_dot_constraints, add_fft_constraints, add_sort_constraints,
+                  add_transpose_of_dot_constraint, add_triangular_solve_constraints)
 from .propagation import Propagation
 
 
@@ -177,8 +180,12 @@ class LayoutAssignment(Pass):
                 add_dot_constraints(prop, instr, free_output=self.free_gemm_output)
             elif instr.opcode == "transpose" and not self.free_gemm_output:
                 add_transpose_of_dot_constraint(prop, instr)
+            elif instr.opcode == "fft":
+                add_fft_constraints(prop, instr)
             elif instr.opcode == "sort":
                 add_sort_constraints(prop, instr)
+            elif instr.opcode == "triangular-solve":
+                add_triangular_solve_constraints(prop, instr)
         # 3. propagation, then defaults for whatever is left
         prop.propagate()
         prop.constrain_remaining()

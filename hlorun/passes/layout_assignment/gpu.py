@@ -138,3 +138,26 @@ def add_sort_constraints(prop: Propagation, sort: Instruction) -> None:
             prop.set_buffer_layout(layout, sort)
         else:
             prop.set_element_layout(layout, sort, i)
+
+
+def fortran_layout(rank: int) -> Layout:
+    """XLA's SetFortranLayout: the default layout with the two minor
+    dimensions swapped (column-major matrices, batch dimensions major)."""
+    m2m = list(default_layout(rank).minor_to_major)
+    m2m[0], m2m[1] = m2m[1], m2m[0]
+    return Layout(m2m)
+
+
+def add_triangular_solve_constraints(prop: Propagation, solve: Instruction) -> None:
+    """GpuLayoutAssignment's kTriangularSolve rule: both operands and the
+    result in Fortran layout (mandatory operand and buffer constraints)."""
+    for k, operand in enumerate(solve.operands):
+        prop.set_operand_layout(fortran_layout(operand.shape.rank), solve, k)
+    prop.set_buffer_layout(fortran_layout(solve.shape.rank), solve)
+
+
+def add_fft_constraints(prop: Propagation, fft: Instruction) -> None:
+    """GpuLayoutAssignment's kFft rule: cuFFT requires a dim0-major layout,
+    so the operand and the result get the default layout."""
+    prop.set_operand_layout(default_layout(fft.operands[0].shape.rank), fft, 0)
+    prop.set_buffer_layout(default_layout(fft.shape.rank), fft)
