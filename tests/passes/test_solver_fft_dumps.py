@@ -82,3 +82,25 @@ def test_fno_ffts_use_the_default_layout():
     ours = Counter(k.kind for k in row.ours)
     assert ours["kInput"] >= 12
     assert row.matched >= 45
+
+
+def test_int4_dequantization_is_a_weight_transpose_as_in_xla():
+    """int4_weight_dequant_bf16: both s4 weights are dequantized (convert,
+    group-scale multiply) into K-minor bf16 weights by transpose kernels
+    (block-level emitter), outside the GEMMs, as XLA does; the GEMMs read
+    plain bf16 operands."""
+    row = _row("int4_weight_dequant_bf16")
+    assert len(row.ours) == len(row.theirs) == 6
+    ours = Counter(k.kind for k in row.ours)
+    assert ours["kCustom:__triton"] == 3  # two dequant transposes + the split-K epilogue
+    for k in row.ours:
+        if k.name.startswith("input_transpose_fusion"):
+            ops = {i.opcode for i in k.instruction.fused_computation.instructions}
+            assert {"convert", "multiply", "transpose"} <= ops, (k.name, ops)
+    # the GEMMs (whichever backend the autotuner picks) see no s4 operand
+    gemms = [k for k in row.ours if k.kind in ("__cublas$lt$matmul",
+                                               "kCustom:__triton_nested_gemm_fusion")]
+    assert len(gemms) == 2
+    for k in gemms:
+        assert all(op.shape.element_type != "s4" for op in k.instruction.operands)
+    assert row.matched >= 5

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ...ir.module import Instruction
-from ...ir.shape import Layout, Shape, default_layout
+from ...ir.opcode import is_elementwise
+from ...ir.shape import SUB_BYTE_TYPES, Layout, Shape, default_layout
 from ..gemm_rewriter.matmul import batch_row_col
 from .propagation import Propagation
 
@@ -90,8 +91,35 @@ def set_dot_layout(prop: Propagation, dot: Instruction) -> None:
 _FP8_FOR_MINOR_CONTRACTING = ("f8e4m3fn", "f8e5m2fnuz")
 
 
-def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool = False) -> None:
-    """``AddDotBackendConstraints``."""
+def is_packed_instruction(instr: Instruction) -> bool:
+    """``IsPackedInstruction``: going up chains of single-operand ops, and
+    through both operands of elementwise binary ops, some producer has a
+    sub-byte (non-pred) element type -- an int4 weight dequantized on the
+    way to a dot."""
+    visited: set[int] = set()
+
+    def packed(i: Instruction) -> bool:
+        while True:
+            if id(i) in visited:
+                return False
+            visited.add(id(i))
+            if i.shape.is_array and i.shape.element_type in SUB_BYTE_TYPES:
+                return True
+            if len(i.operands) != 1:
+                break
+            i = i.operands[0]
+        if len(i.operands) == 2 and is_elementwise(i.opcode):
+            return packed(i.operands[0]) or packed(i.operands[1])
+        return False
+    return packed(instr)
+
+
+def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool = False,
+                        pack_along_k: bool = True) -> None:
+    """``AddDotBackendConstraints``.  ``pack_along_k``:
+    xla_gpu_experimental_pack_dot_operands_along_k_dimension (default on):
+    an operand computed from sub-byte (int4) values gets the contracting
+    dimension minor (SetDotOperandLayoutToMinorContracting)."""
     sides = []
     for k, (bk, ck) in enumerate((("lhs_batch_dims", "lhs_contracting_dims"),
                                   ("rhs_batch_dims", "rhs_contracting_dims"))):
@@ -103,7 +131,7 @@ def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool =
     s8 = dot.shape.element_type == "s32" and lt == "s8" and rt == "s8"
     fp8 = lt in _FP8_FOR_MINOR_CONTRACTING and rt in _FP8_FOR_MINOR_CONTRACTING
     for k, operand, batch, contracting, nc in sides:
-        if s8 or fp8:
+        if s8 or fp8 or (pack_along_k and is_packed_instruction(operand)):
             set_dot_operand_layout_minor_contracting(prop, dot, k, batch, contracting, nc)
         elif batch or len(contracting) > 1 or len(nc) > 1:
             set_dot_operand_layout(prop, dot, k, batch, contracting, nc)
