@@ -44,6 +44,8 @@ REGISTRY: dict[str, str] = {
     "dot-merger": "hlorun.passes.dot_merger:DotMerger",
     "dot-strength-reduction": "hlorun.passes.dot_strength_reduction:DotStrengthReduction",
     "dot_decomposer": "hlorun.passes.dot_decomposer:DotDecomposer",
+    "dynamic-slice-fusion-rewriter":
+        "hlorun.passes.dynamic_slice_fusion_rewriter:DynamicSliceFusionRewriter",
     "float-normalization-bf16": "hlorun.passes.float_normalization:FloatNormalization",
     "fusion-block-level-rewriter":
         "hlorun.passes.fusion_block_level_rewriter:FusionBlockLevelRewriter",
@@ -70,6 +72,7 @@ REGISTRY: dict[str, str] = {
     "select_and_scatter_expander":
         "hlorun.passes.select_and_scatter_expander:SelectAndScatterExpander",
     "simplify-fp-conversions": "hlorun.passes.simplify_fp_conversions:SimplifyFPConversions",
+    "slice-sinker": "hlorun.passes.slice_sinker:SliceSinker",
     "softmax-rewriter-triton": "hlorun.passes.softmax_rewriter_triton:SoftmaxRewriterTriton",
     "sort-iota-fusion": "hlorun.passes.sort_iota_fusion:SortIotaFusion",
     "splitk-rewriter": "hlorun.passes.splitk_rewriter:SplitkRewriter",
