@@ -94,6 +94,13 @@ class AlgebraicSimplifier(Pass):
     #: -2, softcap_mqa_train_bf16 -1; known 1573/1602 unchanged), because
     #: cheaper multiplies make scalar producers fuse where XLA keeps them.
     divide_by_constant_to_multiply: bool = False
+    #: ``unconditionally_simplify_reduce_of_transpose_or_reshape``: XLA:GPU
+    #: sets it on its layout-insensitive options (GetAlgebraicSimplifierOptions:
+    #: "always simplify reduce(transpose(x)) and reduce(reshape(x)), even when
+    #: the transpose/reshape has multiple users").  False: XLA's own default
+    #: (only a single-user reshape, or a transpose with one user / only reduce
+    #: users / a result of rank < 2).
+    unconditionally_simplify_reduce_of_transpose_or_reshape: bool = True
 
     def run(self, module: Module) -> bool:
         changed = False

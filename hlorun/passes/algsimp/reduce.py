@@ -10,14 +10,16 @@ implemented (reduce of concatenate, of dot, arg-min/max, of broadcast):
 * single-output only: ``reduce(transpose(x))`` reduces ``x``'s dimensions
   (plus a transpose of the result when the kept dimensions change order),
   when the result has rank < 2, the transpose has one user, or all its
-  users are reduces;
+  users are reduces -- or always, with
+  ``unconditionally_simplify_reduce_of_transpose_or_reshape`` (XLA:GPU's
+  setting, the default here);
 * ``reduce(reduce(x))`` with the same init value and an equivalent reducer
   (the same computation, or both add / multiply / and / or of the two
   parameters) -> one reduce over both sets of dimensions;
 * ``reduce(reshape(x))``: when every kept dimension is one the reshape
   leaves alone, reduce ``x`` directly; when every reduced dimension is one
-  the reshape leaves alone (and the reshape has one user), reduce ``x`` and
-  reshape the result.
+  the reshape leaves alone (and the reshape has one user, or always with
+  that option), reduce ``x`` and reshape the result.
 """
 
 from __future__ import annotations
@@ -107,7 +109,8 @@ def handle_reduce(v: "AlgsimpVisitor", reduce: Instruction) -> None:
                                                        to_apply))
         v.replace_with_new(reduce, v.new("negate", shape, [inner]))
         return
-    if arg.opcode == "transpose" and (shape.rank < 2 or arg.user_count == 1 or
+    unconditional = v.owner.unconditionally_simplify_reduce_of_transpose_or_reshape
+    if arg.opcode == "transpose" and (unconditional or shape.rank < 2 or arg.user_count == 1 or
                                       all(u.opcode == "reduce" for u in arg.users)):
         perm = list(arg.dimensions)
         new_dims = [perm[d] for d in dims]
@@ -145,7 +148,7 @@ def handle_reduce(v: "AlgsimpVisitor", reduce: Instruction) -> None:
             new_dims = [i for i in range(src.shape.rank) if i not in keep]
             v.replace_with_new(reduce, _reduce(v, shape, src, init, new_dims, to_apply))
             return
-        if arg.user_count == 1 and all(kept_by_reshape[d] for d in dims):
+        if (arg.user_count == 1 or unconditional) and all(kept_by_reshape[d] for d in dims):
             new_dims = [next(i for i, o in unmodified if o == d) for d in dims]
             inner = add_instruction(reduce.parent, _reduce(
                 v, delete_dimensions(src.shape, new_dims), src, init, new_dims, to_apply))
