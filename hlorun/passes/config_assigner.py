@@ -57,8 +57,10 @@ held-out dumps of testdata/xla-dumps-holdout):
   embed_adagrad_rows_f32's f32[32,128,256] -> f32[128,256],
   gnn_message_passing_f32's f32[64,128,64] -> f32[128,64]; 3 of 3 went Triton);
 * block-level Triton chosen -- the tiled-transpose emitter (shared-memory
-  transposes) of elements narrower than 4 bytes (f32 transposes measured
-  faster native), a loop transpose that moves the minor dimension to a
+  transposes) of elements narrower than 4 bytes, counting the output's
+  element type when it is narrower than the transposed one (f32 transposes
+  written as f32 measured faster native; fp8 scaling's f32 transposes
+  written as f8e4m3fn went Triton), a loop transpose that moves the minor dimension to a
   result whose minor rows fill a 32-byte sector or more (uncoalesced natively:
   cnn_fp16's OIHW->OHWI filters, moe_topk_train's f32[512,8] transpose),
   and loop fusions that compute reductions elementally (a
@@ -289,11 +291,16 @@ ONE_WAVE_PER_SM = 512
 
 
 def _transpose_width(fusion: Instruction) -> int:
-    """Byte width of the elements the fusion's tiled transpose moves."""
+    """Byte width of the elements the fusion's tiled transpose moves: the
+    hero's, or the fusion's output elements when those are narrower (the
+    tile is written in the output type: fp8 scaling casts an f32 transpose
+    to f8e4m3fn, and XLA measured both such fusions faster on Triton)."""
     from ..ir.shape import byte_width
     body = fusion.fused_computation
     hero = find_hero(body.root, set(body.instructions))
-    return byte_width(hero.shape.element_type)
+    out = min((byte_width(s.element_type) for _, s in fusion.shape.leaves() if s.is_array),
+              default=byte_width(hero.shape.element_type))
+    return min(byte_width(hero.shape.element_type), out)
 
 
 def _hero_elements(fusion: Instruction) -> int:

@@ -10,17 +10,18 @@ per *use* and on the smaller, sliced value:
   the op on the copied value (in its layout), then a copy to the op's layout;
 * ``reduce`` of a copy (non-tuple result) reads the copied value directly:
   a reduction handles any layout (a column reduction instead of a copy);
-* elementwise unary ops (not ``reduce-precision``, not ``bitcast-convert``)
-  and ``convert`` of a copy -> the op, then the copy;
+* elementwise unary ops (not ``reduce-precision``, not ``bitcast-convert``,
+  not ``copy``), ``reverse`` and ``convert`` of a copy -> the op, then the
+  copy -- but not a convert whose only user is a convolution (it is likely
+  fused into the convolution);
 * elementwise binary ops whose two operands are copies of values of the same
   shape and layout -> the op on those values, then one copy;
 * ``concatenate`` whose operands are all copies of values of one layout ->
   the concatenate in that layout, then one copy.
 
-XLA routes ``copy`` itself through the unary handler: ``copy(copy(x))``
-becomes ``copy(copy'(x))`` with ``copy'`` keeping ``x``'s layout, a no-op
-copy its algebraic simplifier removes; here the two copies become one
-``copy(x)`` directly (the same module after XLA's next simplifier run).
+A copy of a copy is left alone: today's XLA returns early for ``kCopy`` in
+HandleElementwiseUnary (the version this was first written from moved the
+outer copy too, which left a no-op copy for the simplifier).
 
 The transformers' fused Q/K/V projection is the case this exists for: its
 result is copied to a head-major layout and then split; with the copy moved
@@ -29,21 +30,20 @@ kernels where a whole-tensor transpose + three slices made four), as in
 XLA's dumps.  XLA runs it as HloPassFix right after the ReshapeDecomposer of
 RunLayoutNormalizationPasses.
 
-Registered, not in gpu-cuda yet (session 6).  Wired in there as XLA has it
-(``- pass: move_copy_to_users`` with ``fixed_point: true`` after the first
-reshape-decomposer) together with algsimp's ``enable_transpose_of_dot`` in
-every algsimp run, the kernel lists move toward XLA's on the transformers
-(12l 609 -> 585 / 560 kernels, 4l 217 -> 209 / 205, 2l 119 -> 115 / 113,
-f32_algo 121 -> 117 / 110, remat 147 -> 141 / 136; known set sum of
-|ours - XLA| 94 -> 50) but the gated totals drop: known kinds 1570 -> 1565
-(the three ``wrapped_slice`` loop kernels per layer it removes were matching
-XLA loop kernels that hlorun misses elsewhere: the split-K reduce XLA keeps in
-a reduce+transpose multi-output fusion, which hlorun's priority fusion copies
-into both transposes instead), held-out kinds 1528 -> 1531 but programs within
-+-10% 39 -> 38 (swin_window_attn_bf16 12 -> 11 / 13 kernels).  Alone (without
-the transpose-of-dot rewrite) it lowers kinds further (known 1547).
-algsimp's ``enable_transpose_of_dot`` is off (on its own it now lowers known
-kinds 1572 -> 1567, see the option's comment); this pass stays out of gpu-cuda.
+Registered, not in gpu-cuda yet.  Session 7 measurement (main 20b3e87,
+transpose-of-dot on, this pass wired as XLA has it: ``- pass:
+move_copy_to_users`` with ``fixed_point: true`` after the first
+reshape-decomposer; ``bench/kernel_lists.py``): every transformer's kLoop
+excess goes (12l kLoop 163 -> 127 / 127, 4l 59 -> 47 / 47, f32_algo 33 -> 27
+/ 25, remat 40 -> 28 / 27) and held-out kinds rise 2988 -> 2995 / 3176, but
+known kinds fall 1568 -> 1563 / 1602 (scan_4l -5: its loop state keeps
+Q/K/V untransposed, XLA stacks them transposed; 2l_bf16 -3: the split-K
+reduce XLA keeps in a reduce+transpose multi-output fusion is copied into
+both transposes by hlorun's priority fusion; attention_dpa -1) and held-out
+programs within +-10% fall 73 -> 72 (swin_window_attn_bf16 12 -> 11 / 13:
+XLA splits its layer norm into 4 kernels, hlorun makes 1).  The removed
+``wrapped_slice`` kernels were matching XLA kLoop kernels hlorun misses
+elsewhere, so the gate keeps this pass out of gpu-cuda.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class _Visitor(DfsRewriteVisitor):
         layout of ``layout_from`` (and hlo's element type and dimensions)."""
         attrs = dict(hlo.attrs)
         shape = hlo.shape.with_layout(layout_from.shape.layout)
-        earlier = make(hlo.opcode, shape, new_operands, attrs, comp=hlo.parent)
+        earlier = make(hlo.opcode, shape, new_operands, attrs, metadata_from=hlo, comp=hlo.parent)
         later = make_copy(earlier, hlo.shape)
         self.owner.remark(hlo, why, derived_from=[hlo])
         self.replace_instruction(hlo, later)
@@ -113,18 +113,23 @@ class _Visitor(DfsRewriteVisitor):
         return None
 
     def handle_convert(self, hlo: Instruction) -> None:
+        if hlo.user_count == 1 and hlo.users[0].opcode == "convolution":
+            return  # the convert is likely fused into the convolution
         operand = hlo.operands[0]
         if operand.opcode == "copy":
             copied = operand.operands[0]
             self._sink(hlo, [copied], copied, "convert of a copy: convert first, then the copy")
 
     def handle_copy(self, hlo: Instruction) -> None:
+        # XLA's HandleElementwiseUnary returns early for a copy: a copy of a
+        # copy stays two copies here (algsimp merges them later)
+        return None
+
+    def handle_reverse(self, hlo: Instruction) -> None:
         operand = hlo.operands[0]
-        if operand.opcode != "copy":
-            return
-        new = make_copy(operand.operands[0], hlo.shape)
-        self.owner.remark(hlo, "copy of a copy: one copy", derived_from=[hlo])
-        self.replace_instruction(hlo, new)
+        if operand.opcode == "copy":
+            copied = operand.operands[0]
+            self._sink(hlo, [copied], copied, "reverse of a copy: reverse first, then the copy")
 
     def handle_elementwise_unary(self, hlo: Instruction) -> None:
         if hlo.opcode == "reduce-precision":

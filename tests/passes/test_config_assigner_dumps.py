@@ -242,3 +242,21 @@ def test_flags_without_fusion_autotuning_keep_fusions_native(flags, off):
     state = {"/".join(p): sel.is_disabled(s) for p, s in step_paths(spec)}
     assert state["config-assigner/config-assigner"] is off
     assert state["config-assigner/convert_triton_gemm_config"] is False
+
+
+@pytest.mark.parametrize("dump,name,triton", [
+    # fp8 delayed scaling: an f32 transpose (bf16 weights converted first)
+    # written as f8e4m3fn -- the tile is stored 1 byte wide (XLA: __triton)
+    ("xla-dumps-holdout/fp8_delayed_scaling_mlp", "input_transpose_fusion", True),
+    ("xla-dumps-holdout/fp8_delayed_scaling_mlp", "input_transpose_fusion.1", True),
+    # an f32 Q/K/V split transpose written as f32 stays native (XLA: native)
+    ("xla-dumps/transformer_2l_f32_algo_bf16", "input_transpose_fusion.6", False),
+])
+def test_transpose_width_is_the_narrower_of_hero_and_output(dump, name, triton):
+    from hlorun.passes.base import Target
+    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
+    fusion = _fusion(dump, name)
+    fusion.attrs["kind"] = "kInput"
+    fusion.attrs.pop("backend_config", None)
+    assert native_emitter(fusion, 132) == "transpose"
+    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
