@@ -10,8 +10,8 @@ Triton emitter supports (:mod:`.triton_support`; multi-output fusions are
 not).  XLA then *measures* both emitters on the device and keeps the faster;
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
-after_optimizations modules in the dumps it makes XLA's choice for 389 of
-410, tests/passes/test_config_assigner_dumps.py; 683 of 754 with the
+after_optimizations modules in the dumps it makes XLA's choice for 412 of
+433, tests/passes/test_config_assigner_dumps.py; 1107 of 1320 with the 77
 held-out dumps of testdata/xla-dumps-holdout):
 
 * native emitter kept -- the reduction emitter (a row or column reduction
@@ -27,6 +27,12 @@ held-out dumps of testdata/xla-dumps-holdout):
   bitcast/reshape collapse of two or more dimensions longer than 1 (the
   Triton tile would have to span the collapsed extent; XLA kept all 99 such
   reductions in the dumps native), whatever class below it would fall in;
+* native emitter kept -- any fusion holding a concatenate (the generic
+  Triton emitter of JAX 0.11.2's XLA accepts concatenates, see
+  :mod:`.triton_support`, but XLA measured the transformers' fused
+  Q/K/V concatenations, transposed or split-K-reduced, native in every
+  known dump, and softcap_mqa_train_bf16's too; one held-out reduction of a
+  concatenate, lstm_scan_train_f32's, went Triton);
 * block-level Triton chosen -- a column reduction whose kept minor extent
   is narrower than a warp (32): the native column-reduction emitter gives
   each warp 32 adjacent columns, so most lanes idle (XLA picked Triton for
@@ -350,6 +356,11 @@ class ConfigAssigner(Pass):
             return False
         cores = device_of(self.target).cores
         emitter = native_emitter(fusion, cores)
+        if any(i.opcode == "concatenate" for i in fusion.fused_computation.instructions):
+            self.remark(fusion, f"{fusion.name} stays on the native {emitter} emitter: it "
+                                f"reads a concatenate (XLA measured such fusions native)",
+                        "missed", rule="native", emitter=emitter)
+            return False
         wave = cores * ONE_WAVE_PER_SM
         if emitter == "loop-reduction" and _outputs(fusion) < wave:
             self.remark(fusion, f"{fusion.name} stays on the native loop emitter: its "

@@ -12,9 +12,17 @@ block-level configs hlorun gives such fusions.
   no shifts, sign, logistic, rounding or is-finite); only scalar constants;
   pad only with nonzero high padding; reductions of one dimension with one
   input and a supported reducer; bitcasts keeping the element count;
-  broadcast, reshape, slice, transpose, iota; never gather, scatter,
-  dynamic-(update-)slice, reduce-window, concatenate / dot (nested GEMM
-  fusions only), tuples, sort or custom calls;
+  broadcast, reshape, slice, transpose, iota, concatenate (see below);
+  never gather, scatter, dynamic-(update-)slice, reduce-window, dot
+  (nested GEMM fusions only), tuples, sort or custom calls.
+  Concatenate: the support.cc in the reference index (2025) accepts it only
+  inside nested GEMM fusions, but the XLA that JAX 0.11.2 ships emits it in
+  generic ``__triton`` fusions -- held-out set 7's flow_matching_mlp_bf16
+  has four (layer-norm Triton fusions grown by priority fusion with their
+  concatenate consumer: ``bf16[256,1024]`` tiles ``[2,512]``,
+  ``bf16[256,3072]`` tiles ``[8,512]``) and lstm_scan_train_f32 one (an
+  autotuned block-level reduction reading a concatenate).  Its exact
+  constraints are not known here (none is checked beyond the element type);
 * :func:`block_level_config_for` -- a ``block_level_fusion_config`` for a
   generic Triton fusion: XLA searches tilings with its indexing cost model
   (``TryFindBestTilingForFusion``); hlorun picks the output tile whose
@@ -158,7 +166,7 @@ def unsupported_instruction(instr: Instruction) -> str | None:
         if math.prod(src.dimensions) != math.prod(instr.shape.dimensions):
             return "only bitcasts with the same number of elements are supported"
         return None if out != "s4" else "S4 is not supported"
-    if op in _SHAPE_OPS:
+    if op in _SHAPE_OPS or op == "concatenate":
         return None if out != "s4" else "S4 is not supported"
     if op in ELEMENTWISE:
         t = _element_type(instr.operands[-1]) or ""
