@@ -5,11 +5,8 @@ gpu_fusible.cc), restricted to what priority fusion and fusion naming need.
 * :func:`is_fusible` -- PriorityFusion's ``IsFusible``;
 * :func:`find_hero` -- ``FindNonTrivialHero``: up a chain of single-operand,
   single-user elementwise ops / bitcasts to a reduce or a tiled transpose;
-* :func:`reduction_dims` -- ``GetReductionKindAndContiguousComponents``
-  (row or column, [major, middle, minor]);
-* :func:`is_real_reduction_hero` -- reductions the reduction emitter takes
-  (``IsReductionFromOrToContiguousDimensions`` with the small-reduction
-  rule ``IsUnnestedReductionFasterThanElemental``, race-free bounds);
+* :func:`reduction_dims`, :func:`is_real_reduction_hero` -- the reduction
+  facts (:mod:`.reductions`, re-exported here);
 * :func:`emitter_kind` -- ``GetEmitterFusionKind``: "triton" / "custom",
   "reduction", "transpose", "loop" for a set of fused instructions.
 
@@ -25,12 +22,12 @@ from functools import lru_cache
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
-from ...ir.shape import Shape, bit_width, reshape_is_bitcast, transpose_is_bitcast
+from ...ir.shape import bit_width, reshape_is_bitcast, transpose_is_bitcast
+from .reductions import (BATCHED_REDUCTION_RACE_FREE_BOUND, MIN_THREADS_X_ROW_REDUCTION,
+                         WARP_SIZE, ReductionDims, is_real_reduction_hero,
+                         is_reduction_from_or_to_contiguous, reduction_dims,
+                         unnested_faster_than_elemental)
 from .transpose_emitter import tiled_transpose_description
-
-WARP_SIZE = 32
-MIN_THREADS_X_ROW_REDUCTION = 1024
-BATCHED_REDUCTION_RACE_FREE_BOUND = 8
 
 _FUSIBLE_NON_ELEMENTWISE = frozenset({
     "copy", "iota", "constant", "reduce", "broadcast", "concatenate", "dynamic-slice",
@@ -113,102 +110,6 @@ def is_fusible_bitcast(instr: Instruction) -> bool:
         return False
     t, u = instr.shape.element_type, instr.operands[0].shape.element_type
     return t == u or bit_width(t) == bit_width(u)
-
-
-# ---------------------------------------------------------------------------
-# Reductions
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReductionDims:
-    is_row: bool
-    dims: tuple[int, int, int]  # row: [batch, kept, reduced]; column: [major kept, reduced, minor kept]
-
-    def describe(self) -> str:
-        a, b, c = self.dims
-        return (f"row reduction (batch {a}, {b} rows of {c})" if self.is_row else
-                f"column reduction ({b} rows reduced into {c} columns" +
-                (f", batch {a})" if a > 1 else ")"))
-
-
-def _consecutive(shape: Shape, dims: list[int]) -> bool:
-    """``LayoutUtil::AreDimensionsConsecutive``."""
-    m2m = list(shape.minor_to_major)
-    pos = sorted(m2m.index(d) for d in dims)
-    return all(b == a + 1 for a, b in zip(pos, pos[1:]))
-
-
-def _partition(shape: Shape, middle: list[int]) -> list[int]:
-    values = [1, 1, 1]
-    seg = 2
-    for d in shape.minor_to_major:
-        if seg != 0:
-            inside = d in middle
-            if seg == 2 and inside:
-                seg = 1
-            elif seg == 1 and not inside:
-                seg = 0
-        values[seg] *= shape.dimensions[d]
-    return values
-
-
-def reduction_dims(reduce: Instruction) -> ReductionDims:
-    shape = reduce.operands[0].shape
-    reduced = list(reduce.dimensions)
-    keep = [d for d in range(shape.rank) if d not in reduced]
-    if not keep:
-        return ReductionDims(True, (1, 1, math.prod(shape.dimensions)))
-    if _consecutive(shape, keep):
-        p = _partition(shape, keep)
-        if p[1] == 1:
-            return ReductionDims(True, (1, 1, p[0] * p[2]))
-        if p[2] == 1:
-            return ReductionDims(False, (1, p[0], p[1]))
-        return ReductionDims(True, (p[0], p[1], p[2]))
-    p = _partition(shape, reduced)
-    if p[2] == 1:
-        return ReductionDims(True, (1, p[0], p[1]))
-    return ReductionDims(False, (p[0], p[1], p[2]))
-
-
-def unnested_faster_than_elemental(r: ReductionDims) -> tuple[bool, str]:
-    """``IsUnnestedReductionFasterThanElemental`` and why."""
-    if r.is_row:
-        ok = r.dims[2] >= WARP_SIZE or WARP_SIZE % r.dims[2] == 0
-        return ok, (f"row size {r.dims[2]} " + (">= warp size 32" if r.dims[2] >= WARP_SIZE
-                                                else "divides the warp size 32" if ok
-                                                else "is below the warp size 32"))
-    major, minor = r.dims[1], r.dims[2]
-    elemental = (major < WARP_SIZE or (major < 2 * WARP_SIZE and minor < WARP_SIZE)
-                 or (major < 4 * WARP_SIZE and minor < 8) or (major < 8 * WARP_SIZE and minor < 3))
-    return not elemental, (f"column reduction of {major} rows x {minor} columns is "
-                           + ("too small for the reduction emitter (the loop emitter is faster)"
-                              if elemental else "large enough for the reduction emitter"))
-
-
-def is_reduction_from_or_to_contiguous(reduce: Instruction) -> bool:
-    if reduce.opcode != "reduce":  # variadic (argmax) reduces too, as in XLA
-        return False
-    shape = reduce.operands[0].shape
-    reduced = list(reduce.dimensions)
-    keep = [d for d in range(shape.rank) if d not in reduced]
-    if not (_consecutive(shape, keep) or _consecutive(shape, reduced)):
-        return False
-    return unnested_faster_than_elemental(reduction_dims(reduce))[0]
-
-
-def _race_free(r: ReductionDims) -> bool:
-    if r.is_row:
-        return r.dims[2] <= MIN_THREADS_X_ROW_REDUCTION * 16 and \
-            r.dims[0] <= BATCHED_REDUCTION_RACE_FREE_BOUND
-    return r.dims[1] <= WARP_SIZE * 128
-
-
-def is_real_reduction_hero(root: Instruction, hero: Instruction) -> bool:
-    if not is_reduction_from_or_to_contiguous(hero):
-        return False
-    return root is hero or _race_free(reduction_dims(hero))
 
 
 # ---------------------------------------------------------------------------
@@ -486,8 +387,9 @@ def fusion_kind_for(kind: str) -> str:
             "transpose": "kInput", "scatter": "kInput", "concatenate": "kInput"}[kind]
 
 
-__all__ = ["FusionView", "ReductionDims", "emitter_kind", "find_hero", "fused_members",
-           "fusion_backend_kind",
-           "fusion_kind_for", "is_fusible", "is_fusible_bitcast", "is_generic_triton_fusion",
-           "is_intermediate", "is_real_reduction_hero", "reduction_dims", "tiled_transpose",
+__all__ = ["BATCHED_REDUCTION_RACE_FREE_BOUND", "MIN_THREADS_X_ROW_REDUCTION", "WARP_SIZE",
+           "FusionView", "ReductionDims", "emitter_kind", "find_hero", "fused_members",
+           "fusion_backend_kind", "fusion_kind_for", "is_fusible", "is_fusible_bitcast",
+           "is_generic_triton_fusion", "is_intermediate", "is_real_reduction_hero",
+           "is_reduction_from_or_to_contiguous", "reduction_dims", "tiled_transpose",
            "unnested_faster_than_elemental"]

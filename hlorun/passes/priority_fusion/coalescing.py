@@ -76,15 +76,17 @@ def has_bad_transpose(members) -> bool:
     return False
 
 
-def is_input_fusible_reduction(unit: Instruction, members=None) -> bool:
+def is_input_fusible_reduction(unit: Instruction, members=None, member_set=None) -> bool:
     """``IsInputFusibleReduction``: a reduce to or from contiguous
-    dimensions, or a fusion with a root whose hero is a real reduction."""
+    dimensions, or a fusion with a root whose hero is a real reduction
+    (``member_set``: the fusion's body instructions, when known)."""
     if unit.opcode != "fusion":
         return is_reduction_from_or_to_contiguous(unit)
     body = unit.fused_computation
     root = body.root
     roots = root.operands if root.opcode == "tuple" else (root,)
-    ms = set(members(body)) if members is not None else None
+    ms = member_set if member_set is not None else \
+        set(members(body)) if members is not None else None
     return any(is_real_reduction_hero(r, find_hero(r, ms)) for r in roots)
 
 

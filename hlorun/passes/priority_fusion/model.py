@@ -114,31 +114,63 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
     ``writes``: false for a kernel whose output is a bitcast's (XLA's cost
     analysis gives a bitcast no output bytes, ``HandleBitcast``: a producer
     fused into a bitcast user costs its reads and compute only)."""
-    got = walks.view(units) if walks is not None else None
-    if got is None:
-        u = Units(units, members)
-        root = u.root_of(root_unit)
-        view = FusionView(u.members, root, None, _links(u))
-        view._set = u.member_set
-    else:
-        view = got
-        root = view.root
+    if walks is not None:
+        return _estimate_walked(units, root_unit, device, members, side_output_bytes, kind,
+                                walks, writes)
+    u = Units(units, members)
+    root = u.root_of(root_unit)
+    view = FusionView(u.members, root, None, _links(u))
+    view._set = u.member_set
     if kind is None:
         kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
             emitter_kind(FusionView.of(root_unit, members))
-    walk = walks.walk(units, kind) if walks is not None else None
-    if walk is None:
-        if got is not None:
-            u = Units(units, members)
-        walk = _utilization(u, root, kind)
-    flops, uncoalesced = walk.flops, walk.uncoalesced
+    walk = _utilization(u, root, kind)
     entries, total_read, net_read = walk.reads or read_entries(walk.ext_reads, device)
-    if kind != "transpose" and any(walks.unit(x).bad_transpose if walks is not None else
-                                   _bad_transpose(x, members) for x in units) or \
+    uncoalesced = walk.uncoalesced
+    if kind != "transpose" and any(_bad_transpose(x, members) for x in units) or \
             kind == "reduction" and len(units) == 2 and \
             all(is_input_fusible_reduction(x, members) for x in units):
         uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none
     blocks, threads = launch_dims(kind, view, root, device)
+    return _timed(device, kind, root, entries, total_read, net_read, walk.flops, uncoalesced,
+                  blocks, threads, writes, side_output_bytes,
+                  walk.ir if len(units) == 1 else None)
+
+
+def _estimate_walked(units, root_unit, device, members, side_output_bytes, kind, walks,
+                     writes) -> Estimate:
+    """:func:`estimate` from the unit walks of ``walks`` (the same numbers)."""
+    ws = [walks.unit(x) for x in units]
+    view = walks.view_of(ws)
+    root = view.root
+    if kind is None:
+        kind = emitter_kind(view) if root_unit.opcode != "fusion" or len(units) > 1 else \
+            emitter_kind(FusionView.of(root_unit, members))
+    walk = walks.walk_of(units, ws, kind)
+    if walk is None:
+        walk = _utilization(Units(units, members), root, kind)
+    entries, total_read, net_read = walk.reads or read_entries(walk.ext_reads, device)
+    uncoalesced = walk.uncoalesced
+    bad = False
+    if kind != "transpose":
+        for w in ws:
+            if w.bad_transpose:
+                bad = True
+                break
+    if not bad and kind == "reduction" and len(ws) == 2:
+        bad = walks.input_fusible(ws[0]) and walks.input_fusible(ws[1])
+    if bad:
+        uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none
+    blocks, threads = launch_dims(kind, view, root, device)
+    return _timed(device, kind, root, entries, total_read, net_read, walk.flops, uncoalesced,
+                  blocks, threads, writes, side_output_bytes,
+                  walk.ir if len(units) == 1 else None)
+
+
+def _timed(device: Device, kind: str, root: Instruction, entries: list, total_read: int,
+           net_read: int, flops: float, uncoalesced: list, blocks: int, threads: int,
+           writes: bool, side_output_bytes: int, ir) -> Estimate:
+    """The kernel's time from its reads, flops and launch dimensions."""
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0
     bandwidth = device.bandwidth
@@ -161,8 +193,7 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
     mem = read_s + write_s
     t = compute_s + mem - min(compute_s, mem) * MEMORY_COMPUTE_PARALLELISM
     return Estimate(t * 1e6, total_read, net_read, write_bytes, int(flops), blocks, threads, kind,
-                    uncoalesced, walk.ir if len(units) == 1 else None)
-
+                    uncoalesced, ir)
 
 
 __all__ = ["DEVICES", "Device", "Estimate", "INVALIDATES_CACHE", "IrInfo", "LAUNCH_US", "Units",

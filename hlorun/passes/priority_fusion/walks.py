@@ -39,7 +39,7 @@ from operator import add
 
 from ...ir.module import Instruction
 from .analysis import FusionView
-from .coalescing import has_bad_transpose
+from .coalescing import has_bad_transpose, is_input_fusible_reduction
 from .device import Device
 from .model import read_entries
 from .utilization import IrInfo, Units, _Walk, _links, ext_totals, walk_members
@@ -64,6 +64,7 @@ class UnitWalk:
     reads: tuple           # read_entries of its element reads per external operand
     index: dict            # external operand -> its position in reads[0]
     bad_transpose: bool    # coalescing.has_bad_transpose of the members
+    input_fusible: bool | None = None  # coalescing.is_input_fusible_reduction (lazy)
 
     def as_walk(self, kind: str) -> _Walk:
         unc = [s.name for s in self.unc] if kind != "transpose" else []
@@ -158,6 +159,14 @@ class WalkCache:
             got = self.units[instr] = unit_walk(instr, self.device, self.members)
         return got
 
+    @staticmethod
+    def input_fusible(w: UnitWalk) -> bool:
+        """:func:`.coalescing.is_input_fusible_reduction` of a unit (cached in its walk)."""
+        got = w.input_fusible
+        if got is None:
+            got = w.input_fusible = is_input_fusible_reduction(w.unit, member_set=w.member_set)
+        return got
+
     def part(self, producer: Instruction, outside: tuple[float, int]) -> ProducerPart | None:
         memo = self.parts.get(producer)
         if memo is None:
@@ -172,12 +181,17 @@ class WalkCache:
     def view(self, units: list[Instruction]) -> FusionView:
         """The :class:`.analysis.FusionView` of ``units`` (one unit, or
         producer and consumer) as :func:`.model.estimate` makes it."""
-        if len(units) == 1:
-            w = self.unit(units[0])
+        return self.view_of([self.unit(x) for x in units])
+
+    @staticmethod
+    def view_of(ws: list[UnitWalk]) -> FusionView:
+        """:meth:`view` from the units' walks."""
+        if len(ws) == 1:
+            w = ws[0]
             view = FusionView(w.members, w.root, None, w.links)
             view._set, view._ops = w.member_set, w.ops
             return view
-        p, c = self.unit(units[0]), self.unit(units[1])
+        p, c = ws
         view = FusionView(p.members + c.members, c.root, None, p.links | c.links)
         view._set, view._ops = p.member_set | c.member_set, p.ops | c.ops
         return view
@@ -185,23 +199,33 @@ class WalkCache:
     def walk(self, units: list[Instruction], kind: str) -> _Walk | None:
         """The walk of ``units`` (one unit, or producer and consumer) for an
         emitter ``kind``; None where it must be done in full."""
-        if len(units) == 1:
-            return self.unit(units[0]).as_walk(kind)
-        producer, consumer = units
-        cw = self.unit(consumer)
+        return self.walk_of(units, [self.unit(x) for x in units], kind)
+
+    def walk_of(self, units: list[Instruction], ws: list[UnitWalk], kind: str) -> _Walk | None:
+        """:meth:`walk` given the units' walks ``ws``."""
+        if len(ws) == 1:
+            return ws[0].as_walk(kind)
+        producer = units[0]
+        cw = ws[1]
         outside = cw.totals.get(producer)
         if outside is None:
             return None
-        part = self.part(producer, outside)
+        memo = self.parts.get(producer)
+        if memo is None:
+            memo = self.parts[producer] = {}
+        part = memo.get(outside)
         if part is None:
+            part = producer_part(ws[0], self.device, outside)
+            memo[outside] = _FAILED if part is None else part
+        if part is None or part is _FAILED:
             return None
         c_reads = cw.totals  # the consumer's external operands
-        for src in part.ext_reads:
-            if src in c_reads:
-                return None  # read by both: their root sets merge
+        if not c_reads.keys().isdisjoint(part.ext_reads):
+            return None  # read by both: their root sets merge
         if kind != "transpose":
-            unc = [s.name for s in cw.unc if s is not producer]
-            unc += [s.name for s in part.unc]
+            unc = [s.name for s in cw.unc if s is not producer] if cw.unc else []
+            if part.unc:
+                unc += [s.name for s in part.unc]
         else:
             unc = []
         entries, total, net = cw.reads
