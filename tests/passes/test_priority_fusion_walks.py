@@ -40,10 +40,10 @@ def _same(got, ref, units):
 def test_every_walk_matches_the_full_walk(monkeypatch):
     module = pre_fusion(REPO / "testdata" / "transformer" / "jax_4layer_train_step.hlo.gz")
     seen = Counter()
-    orig_walk, orig_part = W.WalkCache.walk, W.producer_part
+    orig_walk, orig_part = W.WalkCache.walk_of, W.producer_part
 
-    def checked(self, units, kind):
-        got = orig_walk(self, units, kind)
+    def checked(self, units, ws, kind):
+        got = orig_walk(self, units, ws, kind)
         key = "unit" if len(units) == 1 else "pair"
         if got is None:
             seen[key + " in full"] += 1
@@ -55,7 +55,7 @@ def test_every_walk_matches_the_full_walk(monkeypatch):
     def part(*a):
         seen["producer parts"] += 1
         return orig_part(*a)
-    monkeypatch.setattr(W.WalkCache, "walk", checked)
+    monkeypatch.setattr(W.WalkCache, "walk_of", checked)
     monkeypatch.setattr(W, "producer_part", part)
     assert PriorityFusion().run(module)
     assert seen["unit"] > 100 and seen["pair"] > 100
