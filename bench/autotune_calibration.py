@@ -6,6 +6,9 @@ GEMMs the fit never saw.
     python bench/autotune_calibration.py --fit           # refit on the train split (needs scipy),
                                                          # write hlorun/autotune/data/params_<dev>.json
                                                          # and residuals_<dev>.csv
+    python bench/autotune_calibration.py --fit-some unaligned_fma.blas,unaligned_fma.triton
+                                                         # refit only those constants (the rest held), then
+                                                         # rewrite params_<dev>.json and residuals_<dev>.csv
     python bench/autotune_calibration.py --residuals     # only rewrite residuals_<dev>.csv (train split)
     python bench/autotune_calibration.py --cv            # also 5-fold CV by shape within the train split
     python bench/autotune_calibration.py --misses        # backend misses by class (CV folds of the
@@ -206,6 +209,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", action="append", help="H200, H100 (default: every measured device)")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--fit-some", default="", help="comma-separated constants to refit on the train split, "
+                    "the others held (fit.fit_some)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--cv", action="store_true", help="also 5-fold cross-validation (by shape) within the train split")
     ap.add_argument("--residuals", action="store_true",
@@ -232,7 +237,19 @@ def main() -> int:
             (DATA_DIR / f"params_{dev}.json").write_text(json.dumps({"params": P.to_json(), "fit": info}, indent=1) + "\n")
             _load_params.cache_clear()
             print(f"{dev}: fitted in {time.time() - t:.0f} s: {info}", file=sys.stderr)
-        if a.fit or a.residuals:
+        if a.fit_some:
+            from hlorun.autotune.cost import DATA_DIR, _load_params
+            from hlorun.autotune.fit import fit_some
+            path = DATA_DIR / f"params_{dev}.json"
+            old = json.loads(path.read_text())
+            P, info = fit_some(D.load(dev, "train"), get_device(dev), replace(params_for(get_device(dev)),
+                                                                              measured_device=""),
+                               a.fit_some.split(","))
+            info = {**old.get("fit", {}), "refits": old.get("fit", {}).get("refits", []) + [info]}
+            path.write_text(json.dumps({"params": P.to_json(), "fit": info}, indent=1) + "\n")
+            _load_params.cache_clear()
+            print(f"{dev}: refitted {a.fit_some}: {info['refits'][-1]}", file=sys.stderr)
+        if a.fit or a.fit_some or a.residuals:
             write_residuals(dev)
         env = D.environment(dev)
         doc["devices"][dev] = {"environment": {k: env.get(k) for k in ("gpu", "driver", "cuda_driver_api", "jax")},

@@ -15,7 +15,8 @@ cores)``, so its K steps are faster (wave quantization).  Each CTA walks
 * ``latency``: ``load_latency / stages`` -- a load in flight per pipeline stage;
 
 times fitted layout factors: an operand not K-major where the MMA needs it,
-rows not a multiple of 16 bytes (``unaligned_rows``), a masked K loop
+rows not a multiple of 16 bytes (``unaligned_rows``; its own factor for a
+dot on the FMA units, whose 4-byte loads have no vector width to lose), a masked K loop
 (Triton, K not a multiple of block_k x split_k), and a K-major rhs of a dot
 on the FMA units (f32 at HIGHEST precision).
 
@@ -83,6 +84,9 @@ class CostParams:
     #: type whose MMA needs it (8-bit, TF32), and rows not 16-byte aligned
     transpose: dict = field(default_factory=lambda: {"triton": 1.3, "blas": 1.3})
     unaligned: dict = field(default_factory=lambda: {"triton": 1.5, "blas": 1.5})
+    #: the same for a dot on the FMA units (f32 at HIGHEST: 4-byte scalar
+    #: operand loads, no TMA or 16-byte vectors to lose); None: ``unaligned``
+    unaligned_fma: dict | None = None
     #: per K step of a Triton kernel whose K is not a multiple of block_k x
     #: split_k: XLA's emitter then masks both operand tiles in every K step
     #: (``need_masking``), per operand width (8-bit, wider)
@@ -122,6 +126,10 @@ class CostParams:
         d["eff"] = {f"{k}:{c}": v for (k, c), v in self.eff.items()}
         d["tile_factors"] = dict(sorted(self.tile_factors.items()))
         d["transpose"], d["unaligned"] = dict(self.transpose), dict(self.unaligned)
+        if self.unaligned_fma is None:
+            d.pop("unaligned_fma")
+        else:
+            d["unaligned_fma"] = dict(self.unaligned_fma)
         d["masked_k"] = dict(self.masked_k)
         d["fma_rhs_k_major"] = dict(self.fma_rhs_k_major)
         d.pop("measured_device", None)
@@ -282,6 +290,7 @@ class Geometry:
     unaligned: Any        # 1: an operand's or the output's rows are not a multiple of 16 bytes
     masked_k: Any         # 1: a Triton kernel whose K steps are masked (K % (block_k*split_k) != 0)
     fma_rhs: Any          # 1: FMA-unit dot (f32 at HIGHEST) with a K-major rhs
+    fma: Any              # 1: FMA-unit dot (f32 at HIGHEST)
     narrow: Any           # 1: 8-bit operands
     unfused_kernels: Any  # separate prologue/epilogue kernels (BLAS)
     unfused_bytes: Any
@@ -319,7 +328,8 @@ def geometry(problem: GemmProblem, device: DeviceSpec, tile: Tile, kind: str,
         blas=int(kind == "blas"), unfused_kernels=n_unf, unfused_bytes=float(unf_bytes),
         transposed=int(eff_class(p) in ("fp8", "int8", "tf32") and not (p.lhs_k_major and p.rhs_k_major)),
         unaligned=int(unaligned_rows(p)), masked_k=int(kind == "triton" and p.k % (bk * sk) != 0),
-        narrow=int(op_bytes == 1), fma_rhs=int(eff_class(p) == "f32" and p.rhs_k_major))
+        narrow=int(op_bytes == 1), fma_rhs=int(eff_class(p) == "f32" and p.rhs_k_major),
+        fma=int(eff_class(p) == "f32"))
 
 
 def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
@@ -343,8 +353,10 @@ def terms(g: Geometry, P: CostParams, eff, xp=math, tf=1.0) -> dict[str, Any]:
     # a pipeline cannot run more stages ahead than there are K steps
     t_lat = P.latency_us * 1e-6 / (g.stages if xp is math and g.iters >= g.stages
                                    else (min(g.stages, g.iters) if xp is math else xp.minimum(g.stages, g.iters)))
+    ua_fma = P.unaligned_fma or P.unaligned
     layout = sel(g.transposed, sel(g.blas, P.transpose["blas"], P.transpose["triton"]), 1.0) \
-        * sel(g.unaligned, sel(g.blas, P.unaligned["blas"], P.unaligned["triton"]), 1.0) \
+        * sel(g.unaligned, sel(g.fma, sel(g.blas, ua_fma["blas"], ua_fma["triton"]),
+                               sel(g.blas, P.unaligned["blas"], P.unaligned["triton"])), 1.0) \
         * sel(g.masked_k, sel(g.narrow, P.masked_k["8bit"], P.masked_k["wide"]), 1.0) \
         * sel(g.fma_rhs, sel(g.blas, P.fma_rhs_k_major["blas"], P.fma_rhs_k_major["triton"]), 1.0)
     step = (mx(mx(t_mma, t_feed), t_lat) + P.iter_ns * 1e-9) * tf * layout

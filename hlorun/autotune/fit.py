@@ -150,7 +150,7 @@ class Problemset:
 def _vector(P: CostParams, keys: Sequence[str]) -> np.ndarray:
     x = [getattr(P, n) for n in SCALARS] + [P.base_eff(k, c) for k in KINDS for c in CLASSES]
     x += [P.transpose[k] for k in KINDS] + [P.unaligned[k] for k in KINDS] + [P.masked_k[w] for w in WIDTHS]
-    x += [P.fma_rhs_k_major[k] for k in KINDS]
+    x += [P.fma_rhs_k_major[k] for k in KINDS] + [(P.unaligned_fma or P.unaligned)[k] for k in KINDS]
     x += [P.tile_factors.get(k, 1.0) for k in keys]
     return np.log(np.array(x, dtype=float))
 
@@ -172,9 +172,11 @@ def _params(x: np.ndarray, base: CostParams, source: str, keys: Sequence[str]) -
     i += len(WIDTHS)
     fr = {k: float(v[i + j]) for j, k in enumerate(KINDS)}
     i += len(KINDS)
+    uf = {k: float(v[i + j]) for j, k in enumerate(KINDS)}
+    i += len(KINDS)
     tf = {k: float(v[i + j]) for j, k in enumerate(keys)}
     return replace(base, **kw, eff=eff, transpose=tr, unaligned=un, masked_k=mk, fma_rhs_k_major=fr,
-                   tile_factors=tf, source=source)
+                   unaligned_fma=uf, tile_factors=tf, source=source)
 
 
 def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = PARAMS,
@@ -184,9 +186,9 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
     present = {eff_class(g.problem) for g in ps.gemms}
     nk = len(ps.keys)
     lo = [math.log(BOUNDS[n][0]) for n in SCALARS] + [math.log(EFF_BOUNDS[0])] * (2 * len(CLASSES)) \
-        + [math.log(LAYOUT_BOUNDS[0])] * 8 + [math.log(TILE_BOUNDS[0])] * nk
+        + [math.log(LAYOUT_BOUNDS[0])] * 10 + [math.log(TILE_BOUNDS[0])] * nk
     hi = [math.log(BOUNDS[n][1]) for n in SCALARS] + [math.log(EFF_BOUNDS[1])] * (2 * len(CLASSES)) \
-        + [math.log(LAYOUT_BOUNDS[1])] * 8 + [math.log(TILE_BOUNDS[1])] * nk
+        + [math.log(LAYOUT_BOUNDS[1])] * 10 + [math.log(TILE_BOUNDS[1])] * nk
     x0 = np.clip(_vector(start, ps.keys), np.array(lo) + 1e-9, np.array(hi) - 1e-9)
     # classes without data keep their start value
     frozen = [len(SCALARS) + ki * len(CLASSES) + ci for ki in range(2) for ci, c in enumerate(CLASSES)
@@ -206,6 +208,41 @@ def fit(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams = P
     P = _params(full(res.x), start, source or f"fitted on {len(ps.gemms)} GEMMs", ps.keys)
     return P, {"gemms": len(ps.gemms), "triton_candidates": int(len(ps.tri_meas)),
                "loss_start": r0, "loss": float(np.mean(res.fun ** 2)), "nfev": int(res.nfev)}
+
+
+def fit_some(gemms: Sequence[MeasuredGemm], device: DeviceSpec, start: CostParams, names: Sequence[str],
+             max_nfev: int = 30) -> tuple[CostParams, dict]:
+    """Refit only ``names`` (``"iter_ns"``, ``"unaligned_fma.blas"``, ...:
+    a scalar, or a key of one of the layout dicts), every other constant held
+    at ``start`` -- the same loss as :func:`fit`, seconds instead of the
+    full fit's minutes; how a new term is added to an existing fit."""
+    from scipy.optimize import least_squares
+    ps = Problemset(gemms, device)
+
+    def get(P, n):
+        if "." not in n:
+            return getattr(P, n)
+        a, b = n.split(".", 1)
+        return (getattr(P, a) or getattr(P, a.replace("_fma", "")))[b]
+
+    def put(P, x):
+        kw: dict = {}
+        for n, v in zip(names, np.exp(x)):
+            if "." not in n:
+                kw[n] = float(v)
+                continue
+            a, b = n.split(".", 1)
+            d = kw.setdefault(a, dict(getattr(P, a) or getattr(P, a.replace("_fma", ""))))
+            d[b] = float(v)
+        return replace(P, **kw)
+    bounds = [BOUNDS.get(n, LAYOUT_BOUNDS) for n in names]
+    lo, hi = np.log([b[0] for b in bounds]), np.log([b[1] for b in bounds])
+    x0 = np.clip(np.log([get(start, n) for n in names]), lo + 1e-9, hi - 1e-9)
+    r0 = float(np.mean(ps.residuals(put(start, x0)) ** 2))
+    res = least_squares(lambda x: ps.residuals(put(start, x)), x0, bounds=(lo, hi), max_nfev=max_nfev,
+                        diff_step=1e-3)
+    return put(start, res.x), {"gemms": len(ps.gemms), "refitted": list(names), "loss_start": r0,
+                               "loss": float(np.mean(res.fun ** 2)), "nfev": int(res.nfev)}
 
 
 def residual_rows(gemms: Sequence[MeasuredGemm], device: DeviceSpec, P: CostParams) -> list[dict]:

@@ -22,8 +22,12 @@ Each is a shrunken weighted mean over the ``k`` nearest,
 
 and the correction is their product.  ``d_i`` is the distance in (log2 m,
 log2 n, log2 k, log2 batch, 16-byte alignment of m, n, k rows, K-majorness
-of each operand).  Far or few neighbours shrink a factor towards 1.  Keeping
-the level apart means a config's factor does not mix the shape-level error
+of each operand; for a Triton config also whether its K loop is masked,
+K not a multiple of block_k x split_k: on the H200, 128x128x64/s3/w4/tma
+took 11.1 us on 1280^3 f16 and 31.5 us on 1296^3, far more than the terms'
+one masked-K factor, so a masked run must not stand in for an unmasked
+one).  Far or few neighbours shrink a factor towards 1.  Keeping the level
+apart means a config's factor does not mix the shape-level error
 of whichever GEMMs happened to time it (XLA prunes its config list by
 shape), which is what the ranking of one GEMM's candidates depends on.  The
 table (``data/residuals_<device>.csv``: ``level`` rows, one per GEMM, and
@@ -54,7 +58,7 @@ class Settings:
 
     k: int = 8             # neighbours per Triton config
     scale: float = 1.5     # distance (octaves) at which a neighbour weighs 1/e
-    shrink: float = 0.3    # pull towards no correction (in units of weight)
+    shrink: float = 0.1    # pull towards no correction (in units of weight)
     blas_k: int = 5
     blas_shrink: float = 0.5
     #: distance between a dimension whose rows are 16-byte aligned and one
@@ -65,6 +69,9 @@ class Settings:
     #: the shape level (median residual of a GEMM's configs)
     level_k: int = 8
     level_shrink: float = 0.3
+    #: distance between a Triton config whose K loop is masked on one GEMM
+    #: (K not a multiple of block_k x split_k) and unmasked on the other
+    mask_weight: float = 2.0
 
 
 SETTINGS = Settings()
@@ -110,7 +117,8 @@ class Table:
         self.levels: dict[str, tuple] = {}
         for key, rs in groups.items():
             shapes = np.array([r[:4] for r in rs], dtype=float)
-            pos = np.array([position(*r[:4], key[2], r[5], settings) for r in rs])
+            pos = np.array([position(*r[:4], key[2], r[5], settings) + _masked(key, r[3], settings)
+                            for r in rs])
             if key[0] == "level":
                 self.levels[key[2]] = (pos, np.array([r[4] for r in rs]))
                 continue
@@ -132,11 +140,12 @@ class Table:
             s = self.settings
             kk, shrink = (s.k, s.shrink) if kind == "triton" else (s.blas_k, s.blas_shrink)
             pos, res, shapes = g
-            here = np.array(position(batch, m, n, k, cls, layout, s))
-            cfg, o, d = _shrunk_mean(pos, res, here, kk, s.scale, shrink)
+            here = position(batch, m, n, k, cls, layout, s)
+            cfg, o, d = _shrunk_mean(pos, res, np.array(here + _masked((kind, label, cls), k, s)), kk,
+                                     s.scale, shrink)
             lvl = 0.0
             if cls in self.levels:
-                lvl = _shrunk_mean(*self.levels[cls], here, s.level_k, s.scale, s.level_shrink)[0]
+                lvl = _shrunk_mean(*self.levels[cls], np.array(here), s.level_k, s.scale, s.level_shrink)[0]
             b0, m0, n0, k0 = (int(x) for x in shapes[o[0]])
             near = f"{m0}x{n0}x{k0}" + (f" batch {b0}" if b0 > 1 else "")
             out = Correction(math.exp(lvl + cfg), len(o), near, float(d[o[0]]), math.exp(lvl), math.exp(cfg))
@@ -144,6 +153,18 @@ class Table:
             self._memo.clear()
         self._memo[key] = out
         return out
+
+
+def _masked(key: tuple, k: int, s: Settings) -> tuple[float, ...]:
+    """A Triton config row's coordinate beyond its shape (none for BLAS and
+    level rows): whether its K loop is masked, ``k`` not a multiple of the
+    label's block_k x split_k (``cost``'s ``masked_k``)."""
+    if key[0] != "triton" or not s.mask_weight:
+        return ()
+    parts = key[1].split("/")
+    bk = int(parts[0].split("x")[2])
+    sk = next((int(x[2:]) for x in parts[1:] if x.startswith("sk")), 1)
+    return (s.mask_weight * bool(k % (bk * sk)),)
 
 
 def _shrunk_mean(pos, values, here, k: int, scale: float, shrink: float):
