@@ -218,7 +218,8 @@ class Estimate:
                 "why": self.why(),
                 "measured_correction": None if self.correction is None else {
                     "factor": round(self.correction.factor, 4), "neighbours": self.correction.neighbours,
-                    "nearest": self.correction.nearest}}
+                    "nearest": self.correction.nearest,
+                    "neighbours_with_same_k_masking": self.correction.same_masking}}
 
     def why(self) -> str:
         """One line: what bounds the estimate, and the terms behind it."""

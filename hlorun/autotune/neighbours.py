@@ -98,10 +98,17 @@ class Correction:
     distance: float
     level: float = 1.0     # the shape level: the nearest GEMMs' median config vs the terms
     config: float = 1.0    # this config vs those GEMMs' median config
+    #: a Triton config: how many of the neighbours ran its K loop masked as
+    #: this GEMM would (None: BLAS, or no masked coordinate)
+    same_masking: int | None = None
+    masked_here: bool = False
 
     def describe(self) -> str:
-        return (f"measured correction x{self.factor:.2f} (shape level x{self.level:.2f}, this config "
-                f"x{self.config:.2f} on {self.neighbours} nearest calibrated GEMM(s), nearest {self.nearest})")
+        s = (f"measured correction x{self.factor:.2f} (shape level x{self.level:.2f}, this config "
+             f"x{self.config:.2f} on {self.neighbours} nearest calibrated GEMM(s), nearest {self.nearest}")
+        if self.same_masking is not None:
+            s += f"; K loop {'masked' if self.masked_here else 'not masked'} here and in {self.same_masking} of them"
+        return s + ")"
 
 
 class Table:
@@ -148,7 +155,10 @@ class Table:
                 lvl = _shrunk_mean(*self.levels[cls], np.array(here), s.level_k, s.scale, s.level_shrink)[0]
             b0, m0, n0, k0 = (int(x) for x in shapes[o[0]])
             near = f"{m0}x{n0}x{k0}" + (f" batch {b0}" if b0 > 1 else "")
-            out = Correction(math.exp(lvl + cfg), len(o), near, float(d[o[0]]), math.exp(lvl), math.exp(cfg))
+            extra = _masked((kind, label, cls), k, s)
+            same = int(sum(pos[i][-1] == extra[0] for i in o)) if extra else None
+            out = Correction(math.exp(lvl + cfg), len(o), near, float(d[o[0]]), math.exp(lvl), math.exp(cfg), same,
+                             bool(extra and extra[0]))
         if len(self._memo) > 65536:
             self._memo.clear()
         self._memo[key] = out

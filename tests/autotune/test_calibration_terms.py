@@ -40,6 +40,9 @@ def test_masked_and_unmasked_runs_of_a_config_are_not_neighbours():
     # the nearest calibrated GEMM has the same masking as the query
     assert int(got["on", 1344].nearest.split("x")[2]) % 64 == 0
     assert int(got["on", 1168].nearest.split("x")[2]) % 64 != 0
+    assert "K loop not masked here and in 8 of them" in got["on", 1344].describe()
+    assert "K loop masked here and in 8 of them" in got["on", 1168].describe()
+    assert "K loop" not in got["off", 1344].describe()
     ratio_on = got["on", 1344].config / got["on", 1168].config
     ratio_off = got["off", 1344].config / got["off", 1168].config
     assert ratio_on < 0.85 and ratio_on < ratio_off - 0.05, (ratio_on, ratio_off)
