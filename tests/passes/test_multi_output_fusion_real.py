@@ -81,3 +81,23 @@ def test_batch_norm_gradient_sums_pair_up_like_xla():
             counts.append(len(cols))
     assert counts and max(counts) == 2
     assert counts.count(2) >= 6
+
+
+def test_transpose_keeping_the_minor_dimension_tiles_it_in_shared_memory():
+    """SharedMemoryUsageNoCache: a tiled transpose needs a 32 x 33 tile of its
+    elements, times the normalized last dimension when the permutation keeps
+    it minor (it is part of the tile)."""
+    from hlorun.passes.multi_output_fusion.rules import _shared_memory
+    from hlorun.text.parser import parse_module
+    m = parse_module("""HloModule t
+ENTRY %e (p: bf16[64,128,4], q: bf16[64,128]) -> (bf16[128,64,4], bf16[128,64]) {
+  %p = bf16[64,128,4]{2,1,0} parameter(0)
+  %q = bf16[64,128]{1,0} parameter(1)
+  %t = bf16[128,64,4]{2,1,0} transpose(%p), dimensions={1,0,2}
+  %u = bf16[128,64]{1,0} transpose(%q), dimensions={1,0}
+  ROOT %r = (bf16[128,64,4]{2,1,0}, bf16[128,64]{1,0}) tuple(%t, %u)
+}
+""")
+    t, u = m.entry.root.operands
+    assert _shared_memory(t) == 32 * 33 * 2 * 4
+    assert _shared_memory(u) == 32 * 33 * 2

@@ -13,6 +13,7 @@ from ...ir.attrs import parse_slice
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width, reshape_is_bitcast, transpose_is_bitcast
+from ..priority_fusion.transpose_emitter import tiled_transpose_description
 from ..priority_fusion.analysis import (find_hero, is_fusible, is_real_reduction_hero,
                                         is_reduction_from_or_to_contiguous, reduction_dims,
                                         tiled_transpose)
@@ -223,7 +224,13 @@ def _shared_memory(instr: Instruction) -> int:
             total += 32 * size if reduction_dims(m).is_row else \
                 32 * (COLUMN_MAX_VECTOR_SIZE * 32 + 1) * size
         elif tiled_transpose(m):
-            total += 32 * 33 * byte_width(m.shape.element_type)
+            # a 32x33 tile; when the minor dimension stays minor it is part
+            # of the tile (the normalized transpose's last dimension)
+            need = 32 * 33 * byte_width(m.shape.element_type)
+            desc = tiled_transpose_description(m)
+            if desc is not None and desc[1][-1] == len(desc[1]) - 1:
+                need *= desc[0][-1]
+            total += need
     return total
 
 
