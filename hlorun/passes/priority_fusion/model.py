@@ -40,13 +40,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir.module import Instruction
+from ...ir.opcode import ELEMENTWISE
 from .analysis import FusionView, emitter_kind, fused_members
 from .coalescing import has_bad_transpose, is_input_fusible_reduction
 from .device import (DEVICES, L1_SPEEDUP, L2_SPEEDUP, LAUNCH_US, MEMORY_COMPUTE_PARALLELISM,
                      TRANSACTION_BYTES, TRANSACTIONS_PER_CLOCK, Device, device_of)
 from .flops import concatenate_flops, reduce_flops_per_output, reduce_window_flops_per_output
 from .launch import column_vector_size, launch_dims, loop_unroll_factor
-from .sizes import _BYTES, _bytes, _elements, _shape_bytes
+from .sizes import _BYTES, _bytes, _shape_bytes
 from .utilization import (INVALIDATES_CACHE, IrInfo, Units, _links, _utilization, ext_totals,
                           ir_walk, walk_members)
 
@@ -69,7 +70,11 @@ class Estimate:
 
 def read_entries(ext_reads: dict, device: Device) -> tuple[list, int, int]:
     """The reads of a kernel, per external operand (in first-reach order;
-    a one-element constant is free): (operand, bytes first read from DRAM,
+    a constant operand is read like any other: priority fusion fuses the
+    small constants only after its last step, so until then XLA's
+    GetSharedOperandBytesAccessed / ReadTimeWithDRAMHeuristic count a
+    scalar constant re-read per broadcast element, in the producer and in
+    every user it would be fused into): (operand, bytes first read from DRAM,
     bytes re-read, class, element width) -- class 0: the operand fits L1
     (re-reads at 8 x 2.5 x the DRAM bandwidth), 1: L2 (2.5 x), 2: neither
     (re-reads from DRAM, at the uncoalesced rate if it is uncoalesced);
@@ -79,8 +84,6 @@ def read_entries(ext_reads: dict, device: Device) -> tuple[list, int, int]:
     out = []
     total_read = net_read = 0
     for src, reads in ext_reads.items():
-        if src.opcode == "constant" and _elements(src) <= 1:
-            continue
         s = src.shape
         got = _BYTES.get(s)
         nbytes, width = got if got is not None else _shape_bytes(s)
@@ -99,6 +102,27 @@ def _bad_transpose(unit: Instruction, members=None) -> bool:
         return has_bad_transpose((unit,))
     body = unit.fused_computation
     return has_bad_transpose(members(body) if members is not None else fused_members(body))
+
+
+def _repeated_operand_reads(instr: Instruction, dram: float, unc, bandwidth: float,
+                            cap: float) -> float:
+    """Seconds an unfused elementwise instruction spends reading an operand
+    it names more than once (``multiply(x, x)``) beyond the first slot:
+    XLA's EstimateRunTimeForInstruction reads per operand slot, each slot
+    the whole operand from DRAM (``operand_bytes_accessed`` of its first
+    index), while the utilization walk counts the value once per element."""
+    seen: set = set()
+    extra = 0.0
+    for o in instr.operands:
+        if o in seen:
+            if unc is not None and o.name in unc:
+                got = _BYTES.get(o.shape)
+                width = got[1] if got is not None else _shape_bytes(o.shape)[1]
+                extra += _bytes(o) / min(bandwidth * width / TRANSACTION_BYTES, cap)
+            else:
+                extra += _bytes(o) / dram
+        seen.add(o)
+    return extra
 
 
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
@@ -186,6 +210,8 @@ def _timed(device: Device, kind: str, root: Instruction, entries: list, total_re
             read_s += net / slow + again / (rest[cls] if cls < 2 else slow)
         else:
             read_s += net / dram + again / rest[cls]
+    if len(units) == 1 and root_unit.opcode in ELEMENTWISE:
+        read_s += _repeated_operand_reads(root_unit, dram, unc, bandwidth, cap)
     write_bytes = _bytes(root) if writes else 0
     write_s = (write_bytes + side_output_bytes) / device.bandwidth
     fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2

@@ -209,13 +209,18 @@ def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_r
             if op_m == "reduce" and i < n_ops // 2:
                 reads = n * (_elements(op) / max(1, _elements(m)))
             elif op_m == "concatenate" or op_m == "pad" or op_m == "scatter" or \
-                    (op_m == "gather" and i == 1):
+                    (op_m == "gather" and i == 1) or (op_m == "dynamic-slice" and i) or \
+                    (op_m == "dynamic-update-slice" and i >= 2) or \
+                    (i >= n_ops // 2 and (op_m == "reduce" or op_m == "reduce-window")):
                 # a pad's operand (and its padding value), a scatter's
-                # operands and a gather's indices keep HloCostAnalysis's
-                # default operand utilization 1.0 (HandlePad, HandleScatter and
-                # HandleGather set none for them): each of their elements is
-                # read once per evaluation of m, not once per element of m (an
-                # interior pad doubling its operand does not evaluate it twice)
+                # operands, a gather's indices, the start indices of a
+                # dynamic-(update-)slice and the init values of a reduce(-window)
+                # keep HloCostAnalysis's default operand utilization 1.0
+                # (HandlePad, HandleScatter, HandleGather, HandleDynamicSlice,
+                # HandleDynamicUpdateSlice, HandleReduce and HandleReduceWindow
+                # set none for them): each of their elements is read once per
+                # evaluation of m, not once per element of m (an interior pad
+                # doubling its operand does not evaluate it twice)
                 reads = n * (_elements(op) / max(1, _elements(m)))
             elif op_m == "reduce-window" and i < n_ops // 2:
                 reads = n * float(_window_elements(m))

@@ -231,7 +231,7 @@ class WalkCache:
         entries, total, net = cw.reads
         p_entries, p_total, p_net = part.reads
         i = cw.index.get(producer)
-        if i is None:  # not read (a one-element constant)
+        if i is None:  # the producer is not read
             entries = entries + p_entries
         else:
             _, p_first, p_again, _, _ = entries[i]
