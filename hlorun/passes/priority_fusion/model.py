@@ -125,6 +125,18 @@ def _repeated_operand_reads(instr: Instruction, dram: float, unc, bandwidth: flo
     return extra
 
 
+def _written_bytes(root: Instruction) -> int:
+    """Bytes a kernel writes: a dynamic-update-slice output (or tuple
+    element) only its update (FusionProcessOutputBytesAccessed /
+    HandleDynamicUpdateSlice: operand 0 aliases the output)."""
+    if root.opcode == "dynamic-update-slice":
+        return _bytes(root.operands[1])
+    if root.opcode == "tuple":
+        return sum(_bytes(o.operands[1]) if o.opcode == "dynamic-update-slice" else _bytes(o)
+                   for o in root.operands)
+    return _bytes(root)
+
+
 def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
              members=None, side_output_bytes: int = 0, kind: str | None = None,
              walks=None, writes: bool = True) -> Estimate:
@@ -212,7 +224,7 @@ def _timed(device: Device, kind: str, root: Instruction, entries: list, total_re
             read_s += net / dram + again / rest[cls]
     if len(units) == 1 and root_unit.opcode in ELEMENTWISE:
         read_s += _repeated_operand_reads(root_unit, dram, unc, bandwidth, cap)
-    write_bytes = _bytes(root) if writes else 0
+    write_bytes = _written_bytes(root) if writes else 0
     write_s = (write_bytes + side_output_bytes) / device.bandwidth
     fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2
     compute_s = flops / fpus * 1e-9 if fpus else 0.0

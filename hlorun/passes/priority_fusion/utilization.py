@@ -114,14 +114,20 @@ def _utilization(u: "Units", root: Instruction, kind: str) -> _Walk:
     terms: list[float] = []
     unc: list[Instruction] | None = [] if kind != "transpose" else None
     ir_size, splits = walk_members(reversed(u.members), u.member_set, u.param_of, u.unit_set,
-                                   roots, util, size, ext_roots, totals, terms.append, unc)
+                                   roots, util, size, ext_roots, totals, terms.append, unc,
+                                   kernel_roots(root))
     ext_reads, emitted, ext_size = ext_totals(ext_roots, util, size, totals)
     return _Walk(ext_reads, reduce(add, terms, 0.0), [s.name for s in unc] if unc else [],
                  IrInfo(ir_size + ext_size, splits, emitted))
 
 
+def kernel_roots(root: Instruction) -> tuple:
+    """The kernel's outputs (a tuple root's operands)."""
+    return (root,) + tuple(root.operands) if root.opcode == "tuple" else (root,)
+
+
 def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_roots, totals,
-                 fl, unc) -> tuple[int, int]:
+                 fl, unc, kroots=()) -> tuple[int, int]:
     """The loop of :func:`_utilization` over ``order`` (members, users before
     operands) from a given state: ``roots`` / ``ext_roots`` map members /
     external operands to their use-root sets, ``util`` / ``size`` the roots'
@@ -130,8 +136,9 @@ def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_r
     are users, all visited before).  Root sets are shared along elementwise
     chains and merged copy-on-write.  ``fl(x)`` receives each flops term in
     order (the caller folds them); ``unc`` (None: not wanted) the external
-    operands read through a tiled transpose.  Returns the members' (IR size,
-    splits).
+    operands read through a tiled transpose; ``kroots`` the kernel's outputs
+    (:func:`kernel_roots`; empty for a producer's half of a pair walk).
+    Returns the members' (IR size, splits).
 
     (The hottest loop of priority fusion: operand resolution and the reads
     per evaluation are written out inline.)"""
@@ -208,9 +215,16 @@ def walk_members(order, member_set, param_of, unit_set, roots, util, size, ext_r
             # (HloCostAnalysis::HandleReduceWindow), anything else one
             if op_m == "reduce" and i < n_ops // 2:
                 reads = n * (_elements(op) / max(1, _elements(m)))
+            elif op_m == "dynamic-update-slice" and i == 0:
+                # the buffer a DUS updates: only the part the update does not
+                # overwrite (HandleDynamicUpdateSlice), and nothing when the
+                # DUS is the kernel's output (it aliases the output buffer:
+                # FusionProcessOutputBytesAccessed sets its utilization to 0)
+                reads = 0.0 if m in kroots else \
+                    n * ((_elements(m) - _elements(m.operands[1])) / max(1, _elements(m)))
             elif op_m == "concatenate" or op_m == "pad" or op_m == "scatter" or \
                     (op_m == "gather" and i == 1) or (op_m == "dynamic-slice" and i) or \
-                    (op_m == "dynamic-update-slice" and i >= 2) or \
+                    (op_m == "dynamic-update-slice") or \
                     (i >= n_ops // 2 and (op_m == "reduce" or op_m == "reduce-window")):
                 # a pad's operand (and its padding value), a scatter's
                 # operands, a gather's indices, the start indices of a

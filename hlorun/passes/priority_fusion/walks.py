@@ -42,7 +42,7 @@ from .analysis import FusionView
 from .coalescing import has_bad_transpose, is_input_fusible_reduction
 from .device import Device
 from .model import read_entries
-from .utilization import IrInfo, Units, _Walk, _links, ext_totals, walk_members
+from .utilization import IrInfo, Units, _Walk, _links, ext_totals, kernel_roots, walk_members
 
 
 @dataclass(slots=True)
@@ -104,7 +104,8 @@ def unit_walk(unit: Instruction, device: Device, members=None) -> UnitWalk:
     terms: list = []
     unc: list = []
     ir_size, splits = walk_members(reversed(u.members), u.member_set, u.param_of, u.unit_set,
-                                   roots, util, size, ext_roots, totals, terms.append, unc)
+                                   roots, util, size, ext_roots, totals, terms.append, unc,
+                                   kernel_roots(root))
     ext_reads, emitted, ext_size = ext_totals(ext_roots, util, size, totals)
     sums = {src: totals[id(rs)] for src, rs in ext_roots.items()}
     reads = read_entries(ext_reads, device)
