@@ -170,7 +170,8 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
     blocks, threads = launch_dims(kind, view, root, device)
     return _timed(device, kind, root, entries, total_read, net_read, walk.flops, uncoalesced,
                   blocks, threads, writes, side_output_bytes,
-                  walk.ir if len(units) == 1 else None)
+                  walk.ir if len(units) == 1 else None,
+                  root_unit if len(units) == 1 else None)
 
 
 def _estimate_walked(units, root_unit, device, members, side_output_bytes, kind, walks,
@@ -200,12 +201,13 @@ def _estimate_walked(units, root_unit, device, members, side_output_bytes, kind,
     blocks, threads = launch_dims(kind, view, root, device)
     return _timed(device, kind, root, entries, total_read, net_read, walk.flops, uncoalesced,
                   blocks, threads, writes, side_output_bytes,
-                  walk.ir if len(units) == 1 else None)
+                  walk.ir if len(units) == 1 else None,
+                  root_unit if len(units) == 1 else None)
 
 
 def _timed(device: Device, kind: str, root: Instruction, entries: list, total_read: int,
            net_read: int, flops: float, uncoalesced: list, blocks: int, threads: int,
-           writes: bool, side_output_bytes: int, ir) -> Estimate:
+           writes: bool, side_output_bytes: int, ir, single: Instruction | None = None) -> Estimate:
     """The kernel's time from its reads, flops and launch dimensions."""
     cap = blocks * device.clock_ghz * 1e9 * TRANSACTIONS_PER_CLOCK
     read_s = 0.0
@@ -222,8 +224,8 @@ def _timed(device: Device, kind: str, root: Instruction, entries: list, total_re
             read_s += net / slow + again / (rest[cls] if cls < 2 else slow)
         else:
             read_s += net / dram + again / rest[cls]
-    if len(units) == 1 and root_unit.opcode in ELEMENTWISE:
-        read_s += _repeated_operand_reads(root_unit, dram, unc, bandwidth, cap)
+    if single is not None and single.opcode in ELEMENTWISE:
+        read_s += _repeated_operand_reads(single, dram, unc, bandwidth, cap)
     write_bytes = _written_bytes(root) if writes else 0
     write_s = (write_bytes + side_output_bytes) / device.bandwidth
     fpus = min(blocks, device.cores) * min(threads, device.fpus_per_core) * device.clock_ghz * 2
