@@ -61,6 +61,8 @@ REGISTRY: dict[str, str] = {
     "operand_converter": "hlorun.passes.dot_operand_converter:DotOperandConverter",
     "priority-fusion": "hlorun.passes.priority_fusion:PriorityFusion",
     "reduce-window-rewriter": "hlorun.passes.reduce_window_rewriter:ReduceWindowRewriter",
+    "reduction-degenerate-dim-remover":
+        "hlorun.passes.reduction_degenerate_dim_remover:ReductionDegenerateDimRemover",
     "reduction-dimension-grouper":
         "hlorun.passes.reduction_rewriters:ReductionDimensionGrouper",
     "reduction-layout-normalizer": "hlorun.passes.reduction_layout_normalizer:ReductionLayoutNormalizer",
