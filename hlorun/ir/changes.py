@@ -470,6 +470,13 @@ class ModuleTracker:
         if gone or back:
             out.removed = (out.removed - back) | gone
             out.instructions = (out.instructions - gone) | back
+        if out.removed:
+            # Added after ``gen`` and removed again: never in the module
+            # the consumer saw (no old row), so neither changed nor removed.
+            old = out.old_rows
+            ghosts = [i for i in out.removed if i not in old]
+            if ghosts:
+                out.removed.difference_update(ghosts)
         out.removed_computations = {c for c in out.removed_computations if c not in comps}
         out.computations = {c for c in out.computations if c in comps}
         out.call_order = {c for c in out.call_order if c in comps}

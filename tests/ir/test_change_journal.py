@@ -227,6 +227,33 @@ def test_merged_changes_give_no_old_row_to_an_instruction_added_since():
     assert tracker.changes_since(tracker.gen - 1).old_rows[neg] is not None
 
 
+def test_an_instruction_added_and_removed_since_is_not_removed():
+    """An instruction added after the consumer's generation and removed
+    again was never in the module the consumer saw: it is neither changed
+    nor removed (it has no old row), and the incremental verifier updates
+    (it used to fail on it and fall back to two full runs, as after a
+    ``checkers_at_end`` sub-pipeline)."""
+    from hlorun.verifier.checkers import HloVerifier
+    from hlorun.verifier.incremental import run_changes
+    m = cnn()
+    i = _reducer_add(m)
+    tracker = ModuleTracker(verify=True)
+    opts = HloVerifier()
+    tracker.scan(m)
+    assert run_changes(m, opts, tracker) == []
+    g0 = tracker.gen
+    neg = i.parent.add_instruction(Instruction("negate", i.shape, [i]))
+    tracker.scan(m)
+    neg.parent.remove_instruction(neg)
+    tracker.scan(m)
+    ch = tracker.changes_since(g0)
+    assert neg not in ch.removed and neg not in ch.instructions
+    assert i in ch.instructions  # its users list changed and changed back
+    st = tracker.cache[("hlo-verifier", opts)]
+    assert run_changes(m, opts, tracker) == []
+    assert tracker.cache[("hlo-verifier", opts)] is st  # updated, not rebuilt
+
+
 def test_changes_since_is_shared_until_the_next_scan():
     """Consumers asking for the same generation after one scan (the
     verifier and reshape-is-bitcast) get one answer, equal to a fresh one;
