@@ -59,8 +59,9 @@ from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_PA
 from ..ir.changes import _has_calls as called
 from ..ir.module import Computation, Instruction, Module
 from . import module_rules
-from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, _State, _comp_info, _fields_changed,
-                                _is_asyncish, _names, _renamed, _set_watch, _unwatch)
+from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, RENAMED, _State, _comp_info,
+                                _fields_changed, _is_asyncish, _light, _names, _renamed,
+                                _set_watch, _unwatch)
 from .fast_path import instruction_findings
 from .module import (Finding, _computation, _has_buffer, _instruction, buffer_rules,
                      call_list, context_from, deadlock_rules, reads_users)
@@ -120,6 +121,20 @@ def _kind(op: str) -> int:
     return k
 
 
+def _call_list_update(c: Computation, prev: list, changed: Iterable[Instruction]) -> list:
+    """:func:`call_list` of ``c`` from its previous one: ``changed`` are the
+    calling instructions that changed, came or went since (the others call
+    what they called); order and membership come from ``c``'s sequence."""
+    cc_of = dict(prev)
+    for i in changed:
+        cc = i.called_computations() if i.attrs else None
+        if cc:
+            cc_of[i] = cc
+        else:
+            cc_of.pop(i, None)
+    return [(i, cc_of[i]) for i in filter(cc_of.__contains__, c._instructions)]
+
+
 def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleTracker) -> None:
     old_ctx = st.ctx
     touched = tracker.touched(ch) | ch.removed_computations
@@ -130,34 +145,68 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     # removed, changed, or removed and added again.
     named: set[Computation | None] = set()
     calling: set[Computation | None] = set(ch.call_order)
+    #: computation -> its instructions that call or called computations and
+    #: changed, came or went (their entries of the call list are redone)
+    cand: dict[Computation | None, list[Instruction]] = {}
     # Users read an operand's own fields and whether it lists them: all
     # users are rerun when its fields changed, only those that joined or
     # left when just its links did.  (No rule reads its users' state but
     # asynchronous ones, which watch them.)  A changed parent reruns the
     # old and new parents' own rules (their parameters' parents).
-    redo: set[Instruction] = set(ch.instructions)
+    # A changed instruction whose rules cannot have a new verdict (only
+    # its users, its name or unread attributes changed: ``_light``) is
+    # rerun only when its findings print its new name.
+    redo: set[Instruction] = set()
     redo_update = redo.update
+    redo_add = redo.add
     moved: set[Computation] = set()
     watch = st.watch
+    inst_f = st.inst_f
     wget = tracker.where.get
     rget = old_rows.get
     watch_get = watch.get
+    kinds = _KINDS
     for i in ch.instructions:
         r = rget(i)
         c = wget(i)
         users = i._users
         if r is None:
+            redo_add(i)
             named.add(c)
             if called(i.attrs):
                 calling.add(c)
+                cand.setdefault(c, []).append(i)
             if users:
                 redo_update(users)
         else:
+            op = i.opcode
+            kind = kinds.get(op)
+            if kind is None:
+                kind = _kind(op)
+            light = _light(r, i, c) if kind == 0 else None
+            if light is not None:
+                if light == RENAMED:
+                    named.add(c)
+                    if i in inst_f:
+                        redo_add(i)
+                if r[ROW_USERS] != tuple(users):
+                    redo_update(set(r[ROW_USERS]).symmetric_difference(users))
+                if i.control_successors:
+                    redo_update(i.control_successors)
+                if watch:
+                    w = watch_get(i)
+                    if w:
+                        redo_update(w)
+                continue
+            redo_add(i)
             if r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
                 named.add(c)
             if called(i.attrs) or called(r[ROW_ATTRS]):
                 calling.add(c)
                 calling.add(r[ROW_CONTAINER])
+                cand.setdefault(c, []).append(i)
+                if r[ROW_CONTAINER] is not c:
+                    cand.setdefault(r[ROW_CONTAINER], []).append(i)
             if _fields_changed(r, i, c):
                 redo_update(users)
                 redo_update(r[ROW_USERS])
@@ -175,6 +224,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     for i in ch.removed:
         if called(old_rows[i][ROW_ATTRS]):
             calling.add(old_rows[i][ROW_CONTAINER])
+            cand.setdefault(old_rows[i][ROW_CONTAINER], []).append(i)
         redo_update(i._users)
         redo_update(i.control_successors)
         redo_update(old_rows[i][ROW_USERS])
@@ -182,13 +232,20 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             w = watch_get(i)
             if w:
                 redo_update(w)
-    if ch.calls:  # rebuilt from the computations' call lists, the changed ones read again
+    # (The call graph is as it was when only light changes touched calling
+    # instructions: no computation came, went or moved, and no calling
+    # instruction came, went or changed what it calls.)
+    recall = ch.calls and bool(calling or ch.removed_computations or ch.order or any(
+        c not in st.calls for c in ch.computations))
+    if recall:  # rebuilt from the computations' call lists, the changed ones read again
         calls = st.calls
         for c in ch.removed_computations:
             calls.pop(c, None)
         for c in touched:
             if c.module is module and (c in calling or c not in calls):
-                calls[c] = call_list(c)
+                prev = calls.get(c)
+                calls[c] = call_list(c) if prev is None else \
+                    _call_list_update(c, prev, cand.get(c, ()))
         for c in module.computations:
             if c not in calls:
                 calls[c] = call_list(c)
@@ -217,7 +274,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         st.comp_info.pop(c, None)
         st.comp_f.pop(c, None)
         st.dup_f.pop(c, None)
-    if ch.calls:
+    if recall:
         comps = set(old_ctx.callers) | set(ctx.callers) | old_ctx.fusion_computations \
             | ctx.fusion_computations | old_ctx.async_computations | ctx.async_computations
         for c in comps:
@@ -239,7 +296,6 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             or any(_is_asyncish(r[ROW_OPCODE]) for r in ch.old_rows.values())):
         redo.update(st.asyncish)
     # Per-instruction rules.
-    inst_f = st.inst_f
     channel = all_reduce = False
     for i in ch.removed:
         inst_f.pop(i, None)

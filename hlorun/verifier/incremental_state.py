@@ -7,11 +7,11 @@ from __future__ import annotations
 from functools import lru_cache
 from operator import attrgetter
 
-from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_LITERAL, ROW_NAME, ROW_OPCODE,
-                          ROW_PARAMETER_NUMBER, ROW_PARENT, ROW_SHAPE)
+from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_CPRED, ROW_LITERAL, ROW_NAME,
+                          ROW_OPCODE, ROW_OPERANDS, ROW_PARAMETER_NUMBER, ROW_PARENT, ROW_SHAPE)
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import split_async_sugar
-from .module import Context, Finding, reads_users
+from .module import _UNREAD_ATTRS, Context, Finding, reads_users
 
 _CHANNEL_OPS = frozenset({"send", "recv", "send-done", "recv-done"})
 _ALL_REDUCE = frozenset({"all-reduce", "all-reduce-start"})
@@ -30,6 +30,36 @@ def _fields_changed(r: tuple, i: Instruction, container: Computation | None) -> 
             or r[ROW_PARENT] is not i.parent or r[ROW_CONTAINER] is not container
             or r[ROW_PARAMETER_NUMBER] != i.parameter_number or r[ROW_LITERAL] is not i.literal
             or r[ROW_ATTRS] != i.attrs)
+
+
+#: :func:`_light` verdicts
+LIGHT, RENAMED = 1, 2
+
+
+def _light(r: tuple, i: Instruction, container: Computation | None) -> int | None:
+    """``LIGHT`` when ``i`` differs from its old row ``r`` only in its users
+    or in attributes no rule reads (e.g. ``backend_config``), ``RENAMED``
+    when also in its name, None otherwise.  No rule on ``i`` can have a
+    new verdict then: the rules read an instruction's users only for
+    opcodes that ``reads_users``, and its name only for uniqueness and in
+    messages; its operands, control predecessors, other fields and called
+    computations are as they were."""
+    if (r[ROW_OPCODE] != i.opcode or r[ROW_SHAPE] is not i.shape
+            or r[ROW_PARENT] is not i.parent or r[ROW_CONTAINER] is not container
+            or r[ROW_PARAMETER_NUMBER] != i.parameter_number or r[ROW_LITERAL] is not i.literal
+            or r[ROW_OPERANDS] != tuple(i.operands)
+            or r[ROW_CPRED] != tuple(i.control_predecessors)):
+        return None
+    a0, a1 = r[ROW_ATTRS], i.attrs
+    if a0 != a1:
+        # the same read attributes, in the same order (called computations
+        # are listed in attribute order)
+        if [k for k in a0 if k not in _UNREAD_ATTRS] != [k for k in a1 if k not in _UNREAD_ATTRS]:
+            return None
+        for k, v in a1.items():
+            if k not in _UNREAD_ATTRS and a0[k] != v:
+                return None
+    return RENAMED if r[ROW_NAME] != i.name else LIGHT
 
 
 def _comp_info(c: Computation) -> tuple:

@@ -153,6 +153,16 @@ def _rename(rng, m):
     i.name = j.name if rng.random() < 0.5 else i.name + "_r"
 
 
+def _backend_config(rng, m):
+    """An attribute no rule reads (the incremental verifier reruns nothing
+    for it): on a calling instruction, a renamed one or any."""
+    i = _pick(rng, [i for i in _instrs(m) if i.attrs and rng.random() < 0.5] or _instrs(m))
+    if i is not None:
+        i.attrs["backend_config"] = rng.choice(['{"x":1}', '{"x":2}', "{}"])
+        if rng.random() < 0.3:
+            i.name = i.name + "_b"
+
+
 def _set_root(rng, m):
     c = rng.choice(m.computations)
     r = _pick(rng, c._instructions)
@@ -228,7 +238,7 @@ def _move(rng, m):
 EDITS = [(_set_shape, 6), (_drop_layout, 4), (_edit_attr, 6), (_add_attr, 3),
          (_set_operand, 6), (_swap_operands, 3), (_remove, 5), (_replace_uses, 5), (_add, 5),
          (_rename, 2), (_set_root, 2), (_opcode, 3), (_users, 1), (_control, 2),
-         (_computation, 2), (_header, 1), (_move, 1)]
+         (_computation, 2), (_header, 1), (_move, 1), (_backend_config, 2)]
 
 
 def _fuzz(m: Module, seed: int, steps: int, opts: HloVerifier) -> int:
@@ -410,3 +420,38 @@ ENTRY %e (a: f32[4]) -> (f32[4], f32[4], f32[4]) {
     got = _key(v.check_changes(m, tracker))
     assert got == _key(v.check(m))
     assert got != before
+
+
+def test_light_changes_rerun_no_rule(monkeypatch):
+    """Changes no rule reads from the changed instruction itself (a new
+    ``backend_config`` on every fusion, a rename, a user added elsewhere)
+    rerun no instruction rule and keep the call graph; a rename still
+    renames the findings that print the name."""
+    import hlorun.verifier.incremental as inc
+    m = load_module(shared_path(*MODULES[0]))
+    v = HloVerifier()
+    tracker = ModuleTracker()
+    tracker.scan(m)
+    assert v.check_changes(m, tracker) == []
+    runs: list = []
+    rebuilt: list = []
+    real, real_ctx = inc.instruction_findings, inc.context_from
+    monkeypatch.setattr(inc, "instruction_findings", lambda *a: runs.append(a[0]) or real(*a))
+    monkeypatch.setattr(inc, "context_from", lambda *a: rebuilt.append(1) or real_ctx(*a))
+    fusions = [i for i in m.entry._instructions if i.opcode == "fusion"]
+    assert len(fusions) > 5
+    for f in fusions:
+        f.attrs["backend_config"] = '{"operation_queue_id":"0"}'
+    fusions[0].name = fusions[0].name + "_renamed"
+    tracker.scan(m)
+    assert _key(v.check_changes(m, tracker)) == _key(v.check(m)) == []
+    assert runs == [] and rebuilt == []
+    # a finding on a user names its operand: renaming the operand reruns it
+    user = next(u for u in fusions[1]._users)
+    fusions[1]._users.pop(user)  # broken use-def: the user has a finding
+    tracker.scan(m)
+    assert _key(v.check_changes(m, tracker)) == _key(v.check(m)) != []
+    fusions[1].name = fusions[1].name + "_renamed"
+    tracker.scan(m)
+    got = _key(v.check_changes(m, tracker))
+    assert got == _key(v.check(m)) and any(fusions[1].name in k[3] for k in got)
