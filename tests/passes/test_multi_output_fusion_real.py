@@ -101,3 +101,37 @@ ENTRY %e (p: bf16[64,128,4], q: bf16[64,128]) -> (bf16[128,64,4], bf16[128,64]) 
     t, u = m.entry.root.operands
     assert _shared_memory(t) == 32 * 33 * 2 * 4
     assert _shared_memory(u) == 32 * 33 * 2
+
+
+def test_tiled_transpose_would_become_untiled():
+    """FusionHeroesAreCompatible: a fusion whose hero is a tiled transpose
+    and a fusion reading it pair up only if that read reaches the reader's
+    root through single-user intermediate ops."""
+    from hlorun.passes.multi_output_fusion.rules import shapes_compatible
+    from hlorun.text.parser import parse_module
+    m = parse_module("""HloModule t
+%ft (p0: f32[256,128]) -> f32[128,256] {
+  %p0 = f32[256,128]{1,0} parameter(0)
+  ROOT %t = f32[128,256]{1,0} transpose(%p0), dimensions={1,0}
+}
+%fn (p1: f32[128,256]) -> f32[128,256] {
+  %p1 = f32[128,256]{1,0} parameter(0)
+  ROOT %n = f32[128,256]{1,0} negate(%p1)
+}
+%fr (p2: f32[128,256]) -> f32[128,256] {
+  %p2 = f32[128,256]{1,0} parameter(0)
+  %r = f32[128,256]{1,0} reverse(%p2), dimensions={1}
+  ROOT %e = f32[128,256]{1,0} exponential(%r)
+}
+ENTRY %e (x: f32[256,128]) -> (f32[128,256], f32[128,256]) {
+  %x = f32[256,128]{1,0} parameter(0)
+  %a = f32[128,256]{1,0} fusion(%x), kind=kInput, calls=%ft
+  %b = f32[128,256]{1,0} fusion(%a), kind=kLoop, calls=%fn
+  %c = f32[128,256]{1,0} fusion(%a), kind=kLoop, calls=%fr
+  ROOT %o = (f32[128,256]{1,0}, f32[128,256]{1,0}) tuple(%b, %c)
+}
+""")
+    a, b, c = (next(i for i in m.entry.instructions if i.name == n) for n in "abc")
+    assert shapes_compatible(a, b) is None
+    assert shapes_compatible(a, c) == "tiled transpose would become untiled"
+    assert shapes_compatible(c, a) == "tiled transpose would become untiled"

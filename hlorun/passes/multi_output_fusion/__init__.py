@@ -33,8 +33,10 @@ computation as it was when the pass started).  For each one, ``producer``:
 
 Reachability is XLA's pruned depth-first search over a topological order
 (:mod:`.reach`); XLA rebuilds the order after every fusion, here it is
-repaired where a merge broke it.  Not modelled (stated): the tiled
-transpose "would become untiled" path check.
+repaired where a merge broke it.  Two fusions one of which has a tiled
+transpose hero and feeds the other merge only if the parameter reading it
+reaches the other's root through single-user intermediate ops ("tiled
+transpose would become untiled" otherwise, as XLA).
 
 Postcondition: no sibling or producer-consumer pair that passes these
 rules is left unfused.

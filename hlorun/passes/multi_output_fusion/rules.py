@@ -14,7 +14,8 @@ from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
 from ...ir.shape import byte_width, reshape_is_bitcast, transpose_is_bitcast
 from ..priority_fusion.transpose_emitter import tiled_transpose_description
-from ..priority_fusion.analysis import (find_hero, is_fusible, is_real_reduction_hero,
+from ..priority_fusion.analysis import (find_hero, is_fusible, is_intermediate,
+                                        is_real_reduction_hero,
                                         is_reduction_from_or_to_contiguous, reduction_dims,
                                         tiled_transpose)
 
@@ -180,10 +181,39 @@ def _loop_shape(hero: Instruction):
     return hero.shape
 
 
+def _only_intermediates_after(param: Instruction) -> bool:
+    """A single-user chain of intermediate ops from ``param`` to the root."""
+    if param.user_count != 1:
+        return False
+    h = param.users[0]
+    while h.user_count > 0:
+        if not is_intermediate(h):
+            return False
+        h = h.users[0]
+    return True
+
+
+def _transpose_stays_tiled(a: Instruction, h1: Instruction, b: Instruction,
+                           h2: Instruction) -> str | None:
+    """The rest of ``FusionHeroesAreCompatible``: when a fusion with a
+    tiled-transpose hero feeds the other fusion, the parameter reading it
+    must reach the other's root through intermediate ops only."""
+    t1, t2 = tiled_transpose(h1), tiled_transpose(h2)
+    if not (t1 or t2) or a.opcode != "fusion" or b.opcode != "fusion" or h1 is a or h2 is b:
+        return None
+    for hero_fusion, tiled, user in ((a, t1, b), (b, t2, a)):
+        if tiled and hero_fusion in user.operands:
+            param = user.fused_computation.parameters[user.operands.index(hero_fusion)]
+            if param is None or not _only_intermediates_after(param):
+                return "tiled transpose would become untiled"
+            return None
+    return None
+
+
 def shapes_compatible(a: Instruction, b: Instruction) -> str | None:
     """``ShapesCompatibleForMultiOutputFusion``."""
     h1, h2 = mof_hero(a), mof_hero(b)
-    why = heroes_compatible(h1, h2)
+    why = heroes_compatible(h1, h2) or _transpose_stays_tiled(a, h1, b, h2)
     if why:
         return why
     l1, l2 = _loop_shape(h1), _loop_shape(h2)
