@@ -1043,9 +1043,15 @@ class HloParser:
         if text.startswith("\ufeff"):  # a UTF-8 byte-order mark: whitespace,
             text = " " + text[1:]      # keeping every offset (line:col) as is
         b.reset(text, filename)
-        if _SINGLE_RE.match(text):
-            b.begin_single()
-        return self._run(text, filename)
+        try:
+            if _SINGLE_RE.match(text):
+                b.begin_single()
+            return self._run(text, filename)
+        finally:
+            # The parser is shared (``_get_parser``): its name table would
+            # keep every parsed instruction alive, those a pass removes
+            # included, until the next parse.
+            b.reset("", None)
 
     def _run(self, text: str, filename: str | None, nested: bool = False):
         """Drive Lark's LALR(1) tables: scan a token for the current state,

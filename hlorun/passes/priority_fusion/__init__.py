@@ -353,11 +353,19 @@ class _Queue(UnitFacts):
         self.triton_bc.pop(instr, None)
         comp.remove_instruction(instr)
         self.costs.forget(instr)
+        self._drop(instr)
         if body is not None and comp.module is not None and comp.module.has_computation(body):
             comp.module.remove_computation(body)
             if body in self.created:  # ours alone: nothing else can refer to it
                 self.created.discard(body)
                 dispose(body)
+
+    def _drop(self, instr: Instruction) -> None:
+        """Forget a removed instruction's priority and estimate (kept, a
+        removed fusion would keep its body alive until :meth:`release`)."""
+        self.prio.pop(instr, None)
+        self.last_estimate.pop(instr, None)
+        self.rejected.pop(instr, None)
 
     def release(self) -> None:
         """Drop the queue's state: its caches refer to it through bound
@@ -384,6 +392,7 @@ class _Queue(UnitFacts):
                 if self.walks is not None:
                     self.walks.forget(u)
             self.costs.forget(consumer)
+            self._drop(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",
                               "analysis", derived_from=[consumer], rule="new-fusion")
         fuse_into(fusion, producer, self.members)
