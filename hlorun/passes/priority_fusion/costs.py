@@ -92,11 +92,17 @@ class ProducerCosts:
     def content_changed(self, instr: Instruction) -> None:
         """``instr`` was rewritten: every pair it is part of is stale."""
         self.version[instr] = self.version.get(instr, 0) + 1
+        agg = self.agg
         for op in instr.operands:
-            self.dirty.setdefault(op, set()).add(instr)
+            if op in agg:
+                self.dirty.setdefault(op, set()).add(instr)
 
     def mark(self, instr: Instruction, users) -> None:
-        """``instr``'s user set changed, but only as far as ``users`` go."""
+        """``instr``'s user set changed, but only as far as ``users`` go.
+        (Only a producer with an aggregate keeps marks: :meth:`aggregate`
+        builds a new one from scratch and drops the marks.)"""
+        if instr not in self.agg:
+            return
         got = self.dirty.get(instr)
         if got is None:
             self.dirty[instr] = set(users)
