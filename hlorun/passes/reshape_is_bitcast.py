@@ -137,31 +137,30 @@ class _State:
         # The reshapes to recheck: changed ones, readers of a changed
         # instruction (a reshape's operand list is part of its own row, so
         # an unchanged reshape reads the operand it was indexed with), and
-        # those of computations whose fusion callers came or went.
+        # those of computations whose fusion callers came or went.  (Every
+        # changed instruction leaves ``bad``; rechecked reshapes come back.)
         recheck: set[Instruction] = set()
         readers = self.readers
-        for i in changed:
-            r = old_rows.get(i)
-            if r is not None and r[ROW_OPCODE] == "fusion":
+        bad = self.bad
+        bad.difference_update(changed)
+        for r in filter(None, map(old_rows.get, changed)):
+            if r[ROW_OPCODE] == "fusion":
                 self._count(_fused_callee("fusion", r[ROW_ATTRS]), -1, flipped)
+        for i in changed:
             op = i.opcode
             if op == "fusion":
                 self._count(_fused_callee(op, i.attrs), +1, flipped)
-            if op == "reshape" and i.operands:
+            elif op == "reshape" and i.operands:
                 reshapes.add(i)
                 self._unindex(i)
                 self._index(i)
                 recheck.add(i)
-            elif i in reshapes:
+                continue
+            if i in reshapes:
                 reshapes.discard(i)
-                self.bad.discard(i)
                 self._unindex(i)
-            else:
-                self.bad.discard(i)
-        for i in changed:
-            s = readers.get(i)
-            if s:
-                recheck.update(s)
+        for s in filter(None, map(readers.get, changed)):
+            recheck.update(s)
         for c in flipped:
             if c.module is self.module:
                 recheck.update(i for i in c._instructions if i in reshapes)

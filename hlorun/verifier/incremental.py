@@ -51,7 +51,8 @@ run's.
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, filterfalse
+from operator import attrgetter
 from typing import Any, Iterable, Iterator
 
 from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_NAME, ROW_OPCODE, ROW_PARENT, ROW_USERS,
@@ -108,6 +109,7 @@ def _module_level(st: _State, module: Module, opts: Any, channels: bool,
         st.lcar_f = list(module_rules.layout_constrained_all_reduce(module))
 
 
+_USERS = attrgetter("_users")
 _ASYNCISH, _READS_USERS, _CHANNEL, _ALLRED = 1, 2, 4, 8
 #: opcode -> the bits above
 _KINDS: dict[str, int] = {}
@@ -166,55 +168,66 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     rget = old_rows.get
     watch_get = watch.get
     kinds = _KINDS
+    # New instructions (no old row): rerun, with their users; their
+    # computations may have a duplicate name now.
+    new = list(filterfalse(rget, ch.instructions))
+    redo_update(new)
+    redo_update(chain.from_iterable(map(_USERS, new)))
+    named.update(map(wget, new))
+    for i in new:
+        a = i.attrs
+        if a and called(a):
+            c = wget(i)
+            calling.add(c)
+            cand.setdefault(c, []).append(i)
+        if i.control_successors:
+            redo_update(i.control_successors)
+        if watch:
+            w = watch_get(i)
+            if w:
+                redo_update(w)
     for i in ch.instructions:
         r = rget(i)
+        if r is None:
+            continue
         c = wget(i)
         users = i._users
-        if r is None:
-            redo_add(i)
-            named.add(c)
-            if called(i.attrs):
-                calling.add(c)
-                cand.setdefault(c, []).append(i)
-            if users:
-                redo_update(users)
-        else:
-            op = i.opcode
-            kind = kinds.get(op)
-            if kind is None:
-                kind = _kind(op)
-            light = _light(r, i, c) if kind == 0 else None
-            if light is not None:
-                if light == RENAMED:
-                    named.add(c)
-                    if i in inst_f:
-                        redo_add(i)
-                if r[ROW_USERS] != tuple(users):
-                    redo_update(set(r[ROW_USERS]).symmetric_difference(users))
-                if i.control_successors:
-                    redo_update(i.control_successors)
-                if watch:
-                    w = watch_get(i)
-                    if w:
-                        redo_update(w)
-                continue
-            redo_add(i)
-            if r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
+        op = i.opcode
+        kind = kinds.get(op)
+        if kind is None:
+            kind = _kind(op)
+        light = _light(r, i, c) if kind == 0 else None
+        if light is not None:
+            if light == RENAMED:
                 named.add(c)
-            if called(i.attrs) or called(r[ROW_ATTRS]):
-                calling.add(c)
-                calling.add(r[ROW_CONTAINER])
-                cand.setdefault(c, []).append(i)
-                if r[ROW_CONTAINER] is not c:
-                    cand.setdefault(r[ROW_CONTAINER], []).append(i)
-            if _fields_changed(r, i, c):
-                redo_update(users)
-                redo_update(r[ROW_USERS])
-                if r[ROW_PARENT] is not i.parent:
-                    moved.add(r[ROW_PARENT])
-                    moved.add(i.parent)
-            elif r[ROW_USERS] != tuple(users):
+                if i in inst_f:
+                    redo_add(i)
+            if r[ROW_USERS] != tuple(users):
                 redo_update(set(r[ROW_USERS]).symmetric_difference(users))
+            if i.control_successors:
+                redo_update(i.control_successors)
+            if watch:
+                w = watch_get(i)
+                if w:
+                    redo_update(w)
+            continue
+        redo_add(i)
+        if r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
+            named.add(c)
+        if called(i.attrs) or called(r[ROW_ATTRS]):
+            calling.add(c)
+            calling.add(r[ROW_CONTAINER])
+            cand.setdefault(c, []).append(i)
+            if r[ROW_CONTAINER] is not c:
+                cand.setdefault(r[ROW_CONTAINER], []).append(i)
+        if _fields_changed(r, i, c):
+            redo_update(users)
+            redo_update(r[ROW_USERS])
+            if r[ROW_PARENT] is not i.parent:
+                moved.add(r[ROW_PARENT])
+                moved.add(i.parent)
+        elif r[ROW_USERS] != tuple(users):
+            redo_update(set(r[ROW_USERS]).symmetric_difference(users))
         if i.control_successors:
             redo_update(i.control_successors)
         if watch:  # readers through links the users lists may not show
@@ -312,7 +325,29 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     asyncish, channel_instrs, all_reduces = st.asyncish, st.channel_instrs, st.all_reduces
     watching = st.watching
     inst_f_pop = inst_f.pop
-    for i in redo:
+    todo: Iterable[Instruction] = redo
+    if not (inst_f or watching or asyncish or channel_instrs or all_reduces):
+        # The usual state, nothing found or watched: only an instruction
+        # with findings or of a special kind needs the bookkeeping below
+        # (each instruction is visited once, so none is in those sets yet).
+        rest: list[Instruction] = []
+        for i in redo:
+            comp = wget(i)
+            if comp is None:
+                continue
+            op = i.opcode
+            kind = _KINDS.get(op)
+            if kind is None:
+                kind = _kind(op)
+            if kind or i.control_predecessors:
+                rest.append(i)
+                continue
+            f = instruction_findings(i, comp, opts, ctx, memo)
+            if f:
+                inst_f[i] = f
+                _set_watch(st, i, True)
+        todo = rest
+    for i in todo:
         comp = wget(i)
         if comp is None:  # not in the module (a stale neighbour)
             inst_f_pop(i, None)
