@@ -96,22 +96,25 @@ def is_packed_instruction(instr: Instruction) -> bool:
     through both operands of elementwise binary ops, some producer has a
     sub-byte (non-pred) element type -- an int4 weight dequantized on the
     way to a dot."""
+    # (an explicit stack, first operand first: a 256-layer residual chain of
+    # adds exceeded Python's recursion limit)
     visited: set[int] = set()
-
-    def packed(i: Instruction) -> bool:
+    stack = [instr]
+    while stack:
+        i = stack.pop()
         while True:
             if id(i) in visited:
-                return False
+                break
             visited.add(id(i))
             if i.shape.is_array and i.shape.element_type in SUB_BYTE_TYPES:
                 return True
             if len(i.operands) != 1:
+                if len(i.operands) == 2 and is_elementwise(i.opcode):
+                    stack.append(i.operands[1])
+                    stack.append(i.operands[0])
                 break
             i = i.operands[0]
-        if len(i.operands) == 2 and is_elementwise(i.opcode):
-            return packed(i.operands[0]) or packed(i.operands[1])
-        return False
-    return packed(instr)
+    return False
 
 
 def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool = False,
