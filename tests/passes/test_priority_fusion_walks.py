@@ -55,10 +55,19 @@ def test_every_walk_matches_the_full_walk(monkeypatch):
     def part(*a):
         seen["producer parts"] += 1
         return orig_part(*a)
+    orig_rename = W.WalkCache.rename
+
+    def rename(self, unit, old, new):
+        # a user of a new fusion: its walk is renamed, not redone (checked
+        # against the full walk above when it is next used)
+        seen["renamed"] += unit in self.units
+        orig_rename(self, unit, old, new)
     monkeypatch.setattr(W.WalkCache, "walk_of", checked)
+    monkeypatch.setattr(W.WalkCache, "rename", rename)
     monkeypatch.setattr(W, "producer_part", part)
     assert PriorityFusion().run(module)
     assert seen["unit"] > 100 and seen["pair"] > 100
+    assert seen["renamed"] > 10
     # a producer's half is reused across its users and their changes
     assert seen["producer parts"] < seen["pair"] + seen["pair in full"]
 

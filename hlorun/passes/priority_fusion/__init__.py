@@ -388,9 +388,7 @@ class _Queue(UnitFacts):
             self._forget_facts(consumer)
             replace_with_fusion(consumer, fusion)
             for u in fusion._users:  # their operand changed: summaries name operands
-                self.triton_sums.pop(u, None)
-                if self.walks is not None:
-                    self.walks.forget(u)
+                self.rename_operand(u, consumer, fusion)
             self.costs.forget(consumer)
             self._drop(consumer)
             self.owner.remark(fusion, f"{consumer.name} becomes fusion {fusion.name}",

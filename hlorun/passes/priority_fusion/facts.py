@@ -189,6 +189,17 @@ class UnitFacts:
         if self.bodies is not None and instr.opcode == "fusion":
             self.bodies.pop(instr.fused_computation, None)
 
+    def rename_operand(self, instr: Instruction, old: Instruction, new: Instruction) -> None:
+        """``instr`` reads ``new`` where it read ``old`` (a consumer replaced by
+        its fusion, same shape): the summaries that name operands follow."""
+        got = self.triton_sums.pop(instr, None)
+        if got is not None and self.bodies is not None:
+            flops, reads = got
+            self.triton_sums[instr] = (flops, {new if k is old else k: v
+                                               for k, v in reads.items()})
+        if self.walks is not None:
+            self.walks.rename(instr, old, new)
+
     def carry_over(self, instr: Instruction) -> None:
         """Restore what ``fuse`` carried over for ``instr`` (after
         ``_forget_facts``)."""

@@ -154,6 +154,28 @@ class WalkCache:
         self.units.pop(instr, None)
         self.parts.pop(instr, None)
 
+    def rename(self, unit: Instruction, old: Instruction, new: Instruction) -> None:
+        """``unit``'s operand ``old`` (neither a parameter nor a constant) was
+        replaced by ``new`` of the same shape (a consumer by its fusion): the
+        walk is the same but for that name, so it is renamed, not redone."""
+        self.parts.pop(unit, None)
+        w = self.units.get(unit)
+        if w is None:
+            return
+
+        def keys(d: dict) -> dict:
+            return {new if k is old else k: v for k, v in d.items()}
+
+        def values(d: dict) -> dict:
+            return {k: new if v is old else v for k, v in d.items()}
+        entries, total, net = w.reads
+        self.units[unit] = UnitWalk(
+            unit, w.members, w.member_set, w.ops, values(w.param_of), values(w.links), w.root,
+            w.flops, keys(w.totals), IrInfo(w.ir.size, w.ir.splits, keys(w.ir.emitted)),
+            [new if x is old else x for x in w.unc],
+            ([(new, *e[1:]) if e[0] is old else e for e in entries], total, net),
+            keys(w.index), w.bad_transpose, w.input_fusible)
+
     def unit(self, instr: Instruction) -> UnitWalk:
         got = self.units.get(instr)
         if got is None:
