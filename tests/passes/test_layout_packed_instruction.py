@@ -28,3 +28,21 @@ def test_deep_add_chain_without_a_packed_source():
 def test_deep_add_chain_reaches_an_s4_source():
     m = parse_module(_chain(5000, "s4"))
     assert is_packed_instruction(m.entry.root) is True
+
+
+def test_shared_memo_walks_the_chain_once():
+    """Every dot of the layer stack asks about its own point of the chain: with
+    the run's memo the chain is walked once in all (linear), not once per dot,
+    and the verdicts are those of a fresh walk."""
+    m = parse_module(_chain(3000, "s4"))
+    instrs = [i for i in m.entry.instructions if i.name.startswith("a")]
+    memo: dict = {}
+    got = [is_packed_instruction(i, memo) for i in reversed(instrs)]
+    assert got == [True] * len(instrs)
+    assert len(memo) <= len(m.entry.instructions)
+    m = parse_module(_chain(3000, "bf16"))
+    memo = {}
+    instrs = [i for i in m.entry.instructions if i.name.startswith("a")]
+    assert [is_packed_instruction(i, memo) for i in instrs[::500]] == \
+        [is_packed_instruction(i) for i in instrs[::500]] == [False] * 6
+    assert len(memo) <= len(m.entry.instructions)

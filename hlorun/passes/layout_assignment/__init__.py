@@ -246,11 +246,13 @@ class LayoutAssignment(Pass):
         if result is not None:
             prop.set_result_layout(result)
         # 2. backend constraints, reverse post order
+        packed: dict = {}  # is_packed_instruction's verdicts (the graph is fixed here)
         for instr in reversed(prop.order):
             if is_dnn_convolution(instr):
                 add_conv_constraints(prop, instr, self.target, self.remark)
             elif instr.opcode == "dot":
-                add_dot_constraints(prop, instr, free_output=self.free_gemm_output)
+                add_dot_constraints(prop, instr, free_output=self.free_gemm_output,
+                                    packed_memo=packed)
             elif instr.opcode == "transpose" and not self.free_gemm_output:
                 add_transpose_of_dot_constraint(prop, instr)
             elif instr.opcode == "fft":

@@ -91,34 +91,51 @@ def set_dot_layout(prop: Propagation, dot: Instruction) -> None:
 _FP8_FOR_MINOR_CONTRACTING = ("f8e4m3fn", "f8e5m2fnuz")
 
 
-def is_packed_instruction(instr: Instruction) -> bool:
+def is_packed_instruction(instr: Instruction, memo: dict | None = None) -> bool:
     """``IsPackedInstruction``: going up chains of single-operand ops, and
     through both operands of elementwise binary ops, some producer has a
     sub-byte (non-pred) element type -- an int4 weight dequantized on the
-    way to a dot."""
-    # (an explicit stack, first operand first: a 256-layer residual chain of
-    # adds exceeded Python's recursion limit)
-    visited: set[int] = set()
-    stack = [instr]
+    way to a dot.  ``memo`` (instruction -> verdict) is shared by the calls
+    of one layout-assignment run, so that every dot of a 256-layer residual
+    chain does not walk the chain again (linear in the computation)."""
+    if memo is None:
+        memo = {}
+    got = memo.get(instr)
+    if got is not None:
+        return got
+    # an explicit post-order stack (a residual chain of adds exceeds Python's
+    # recursion limit); a verdict is final once all its producers have one
+    stack = [(instr, False)]
     while stack:
-        i = stack.pop()
-        while True:
-            if id(i) in visited:
-                break
-            visited.add(id(i))
-            if i.shape.is_array and i.shape.element_type in SUB_BYTE_TYPES:
-                return True
-            if len(i.operands) != 1:
-                if len(i.operands) == 2 and is_elementwise(i.opcode):
-                    stack.append(i.operands[1])
-                    stack.append(i.operands[0])
-                break
-            i = i.operands[0]
-    return False
+        i, expanded = stack.pop()
+        if i in memo:
+            continue
+        kids = _packed_producers(i)
+        if expanded:
+            memo[i] = any(memo[k] for k in kids)
+            continue
+        if i.shape.is_array and i.shape.element_type in SUB_BYTE_TYPES:
+            memo[i] = True
+            continue
+        stack.append((i, True))
+        for k in reversed(kids):
+            if k not in memo:
+                stack.append((k, False))
+    return memo[instr]
+
+
+def _packed_producers(i: Instruction) -> tuple:
+    """The producers :func:`is_packed_instruction` looks through."""
+    ops = i.operands
+    if len(ops) == 1:
+        return (ops[0],)
+    if len(ops) == 2 and is_elementwise(i.opcode):
+        return (ops[0], ops[1])
+    return ()
 
 
 def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool = False,
-                        pack_along_k: bool = True) -> None:
+                        pack_along_k: bool = True, packed_memo: dict | None = None) -> None:
     """``AddDotBackendConstraints``.  ``pack_along_k``:
     xla_gpu_experimental_pack_dot_operands_along_k_dimension (default on):
     an operand computed from sub-byte (int4) values gets the contracting
@@ -134,7 +151,7 @@ def add_dot_constraints(prop: Propagation, dot: Instruction, free_output: bool =
     s8 = dot.shape.element_type == "s32" and lt == "s8" and rt == "s8"
     fp8 = lt in _FP8_FOR_MINOR_CONTRACTING and rt in _FP8_FOR_MINOR_CONTRACTING
     for k, operand, batch, contracting, nc in sides:
-        if s8 or fp8 or (pack_along_k and is_packed_instruction(operand)):
+        if s8 or fp8 or (pack_along_k and is_packed_instruction(operand, packed_memo)):
             set_dot_operand_layout_minor_contracting(prop, dot, k, batch, contracting, nc)
         elif batch or len(contracting) > 1 or len(nc) > 1:
             set_dot_operand_layout(prop, dot, k, batch, contracting, nc)
