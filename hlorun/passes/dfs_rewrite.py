@@ -181,6 +181,24 @@ def add_instruction(comp: Computation, instr: Instruction, metadata_from: Instru
     return comp.add_instruction(instr, instr.name or instr.opcode)
 
 
+def as_shape(comp: Computation, new: Instruction, shape: Shape) -> Instruction:
+    """``new`` (not yet in ``comp``) seen as ``shape``: itself when the shapes
+    agree, else ``new`` added to ``comp`` and bitcast back -- element by
+    element (get-tuple-element, bitcast, tuple) for a tuple-shaped result.
+    The returned instruction is not added (a replacement for an old one)."""
+    if new.shape == shape:
+        return new
+    wrapped = add_instruction(comp, new)
+    if not new.shape.is_tuple:
+        return Instruction("bitcast", shape, [wrapped])
+    parts = []
+    for k, sub in enumerate(new.shape.tuple_shapes):
+        gte = add_instruction(comp, Instruction("get-tuple-element", sub, [wrapped], "",
+                                                {"index": str(k)}))
+        parts.append(add_instruction(comp, Instruction("bitcast", shape.tuple_shapes[k], [gte])))
+    return Instruction("tuple", shape, parts)
+
+
 def make(opcode: str, shape: Shape, operands: list[Instruction], attrs: dict[str, Any] | None = None,
          metadata_from: Instruction | None = None, comp: Computation | None = None) -> Instruction:
     """Create an instruction in ``comp`` (default: the operands' computation)."""

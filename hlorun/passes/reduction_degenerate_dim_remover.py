@@ -21,7 +21,7 @@ from ..ir.attrs import format_int_list
 from ..ir.module import Instruction, Module
 from ..ir.shape import Shape, drop_degenerate_dimensions, has_degenerate_dimensions
 from .base import Pass
-from .dfs_rewrite import DfsRewriteVisitor, add_instruction, make_bitcast
+from .dfs_rewrite import DfsRewriteVisitor, as_shape, make_bitcast
 
 
 class _Visitor(DfsRewriteVisitor):
@@ -61,20 +61,7 @@ class _Visitor(DfsRewriteVisitor):
         new = Instruction("reduce", new_shape, new_inputs + list(inits), "",
                           {"dimensions": format_int_list(new_dims),
                            "to_apply": reduce.attrs["to_apply"]})
-        if new_shape != reduce.shape:
-            comp = reduce.parent
-            wrapped = add_instruction(comp, new)
-            if not new_shape.is_tuple:
-                new = Instruction("bitcast", reduce.shape, [wrapped])
-            else:
-                parts = []
-                for k in range(n):
-                    gte = add_instruction(comp, Instruction(
-                        "get-tuple-element", new_shape.tuple_shapes[k], [wrapped], "",
-                        {"index": str(k)}))
-                    parts.append(add_instruction(comp, Instruction(
-                        "bitcast", reduce.shape.tuple_shapes[k], [gte])))
-                new = Instruction("tuple", reduce.shape, parts)
+        new = as_shape(reduce.parent, new, reduce.shape)
         self.replace_instruction(reduce, new)
         self.owner.remark(new, f"{name}: size-1 dimensions dropped from its inputs "
                                f"(dimensions={{{','.join(map(str, new_dims))}}})",

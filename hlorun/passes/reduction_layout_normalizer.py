@@ -32,7 +32,7 @@ from ..ir.attrs import format_int_list
 from ..ir.module import Instruction, Module
 from ..ir.shape import Layout, Shape
 from .base import Pass
-from .dfs_rewrite import DfsRewriteVisitor, add_instruction, make_bitcast
+from .dfs_rewrite import DfsRewriteVisitor, as_shape, make_bitcast
 
 
 def _logical_to_physical(layout: Layout, rank: int) -> list[int]:
@@ -99,20 +99,7 @@ class _Visitor(DfsRewriteVisitor):
                  "to_apply": reduce.attrs["to_apply"]}
         new = Instruction("reduce", new_shape, new_inputs + list(inits), "", attrs)
         name = reduce.name
-        if new_shape != reduce.shape:
-            comp = reduce.parent
-            wrapped = add_instruction(comp, new)
-            if not new_shape.is_tuple:
-                new = Instruction("bitcast", reduce.shape, [wrapped])
-            else:
-                parts = []
-                for k in range(n):
-                    gte = add_instruction(comp, Instruction(
-                        "get-tuple-element", new_shape.tuple_shapes[k], [wrapped], "",
-                        {"index": str(k)}))
-                    parts.append(add_instruction(comp, Instruction(
-                        "bitcast", reduce.shape.tuple_shapes[k], [gte])))
-                new = Instruction("tuple", reduce.shape, parts)
+        new = as_shape(reduce.parent, new, reduce.shape)
         self.replace_instruction(reduce, new)
         self.owner.remark(new, f"{name}: inputs read in the default layout "
                                f"({first} -> {new_inputs[0].shape}), "
