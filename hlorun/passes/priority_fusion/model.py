@@ -167,11 +167,8 @@ def estimate(units: list[Instruction], root_unit: Instruction, device: Device,
             kind == "reduction" and len(units) == 2 and \
             all(is_input_fusible_reduction(x, members) for x in units):
         uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none
-    blocks, threads = launch_dims(kind, view, root, device)
-    return _timed(device, kind, root, entries, total_read, net_read, walk.flops, uncoalesced,
-                  blocks, threads, writes, side_output_bytes,
-                  walk.ir if len(units) == 1 else None,
-                  root_unit if len(units) == 1 else None)
+    return _launched(device, kind, view, root, entries, total_read, net_read, walk, uncoalesced,
+                     units, root_unit, writes, side_output_bytes)
 
 
 def _estimate_walked(units, root_unit, device, members, side_output_bytes, kind, walks,
@@ -198,11 +195,18 @@ def _estimate_walked(units, root_unit, device, members, side_output_bytes, kind,
         bad = walks.input_fusible(ws[0]) and walks.input_fusible(ws[1])
     if bad:
         uncoalesced = [e[0].name for e in entries]  # IsReadCoalescedHeuristic: all or none
+    return _launched(device, kind, view, root, entries, total_read, net_read, walk, uncoalesced,
+                     units, root_unit, writes, side_output_bytes)
+
+
+def _launched(device, kind, view, root, entries, total_read, net_read, walk, uncoalesced,
+              units, root_unit, writes, side_output_bytes) -> Estimate:
+    """:func:`_timed` with the kernel's launch dimensions (both estimate paths)."""
     blocks, threads = launch_dims(kind, view, root, device)
+    single = len(units) == 1
     return _timed(device, kind, root, entries, total_read, net_read, walk.flops, uncoalesced,
                   blocks, threads, writes, side_output_bytes,
-                  walk.ir if len(units) == 1 else None,
-                  root_unit if len(units) == 1 else None)
+                  walk.ir if single else None, root_unit if single else None)
 
 
 def _timed(device: Device, kind: str, root: Instruction, entries: list, total_read: int,
