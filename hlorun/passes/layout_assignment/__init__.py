@@ -29,21 +29,15 @@ A module that already has bitcasts (XLA's after_optimizations output) is
 refused, as XLA's LayoutAssignment refuses it ("Unexpected bitcast
 operation seen during layout assignment"), naming the bitcast.
 
-While loops (XLA's two propagation rounds and its kWhile rule in
-AddMandatoryConstraints, for a loop whose body and condition nothing else
-calls): round 1 lays the body out with neither its tuple parameter nor its
-result fixed -- operand constraints on a get-tuple-element of the parameter
-become layouts of that parameter element (a reduce asking for its reduced
-dimensions minor reaches a loop-carried array through a dynamic-slice, as
-in XLA's hmm_forward_scan_f32), elements nothing asks about get the
-default first (XLA's buffer ids put them first), and the layouts the root
-comes out in are the body's result layout; the parameter takes that
-layout (kWhile); round 2 lays the body out with parameter and result
-fixed (copies at the root where it still differs); the condition gets the
-same parameter layout, and in the caller the loop's init elements and
-result elements take them (copies -- transposes after layout
-normalization -- before and after the loop): a KV cache carried through a
-decode loop stays in the layout the in-loop dots read, as in XLA.
+While loops (XLA's kWhile rule in AddMandatoryConstraints, for a loop whose
+body and condition nothing else calls): the body is laid out first with
+default parameter layouts; where its result comes out in other layouts, the
+parameter takes the result's layouts and the body is laid out again (copies
+at the root where it still differs), the condition gets the same parameter
+layout, and in the caller the loop's init elements and result elements take
+them (copies -- transposes after layout normalization -- before and after
+the loop): a KV cache carried through a decode loop stays in the layout the
+in-loop dots read, as in XLA.
 
 Simplifications (documented deviations): one propagation round with equal
 priorities (XLA runs two rounds, clearing all buffer and operand
