@@ -102,53 +102,15 @@ class LayoutAssignment(Pass):
                 params = [p.shape.with_default_layout() if p is not None else None
                           for p in comp.parameters]
                 result = comp.root.shape.with_default_layout() if comp.root is not None else None
-            if comp in loops:
-                w, cond = loops[comp]
-                changed |= self._layout_loop(comp, cond, w, loop_shapes)
-                continue
             if self._run_on(comp, params, result, loop_shapes):
                 changed = True
+            if comp in loops:
+                w, cond = loops[comp]
+                changed |= self._settle_loop(comp, cond, w, loop_shapes)
         return changed
 
-    def _layout_loop(self, body: Computation, cond: Computation, w: Instruction,
-                     loop_shapes: dict[Instruction, Shape]) -> bool:
-        """XLA's two rounds for a while body.  Round 1 (no computation
-        layout yet): the parameter's elements and the result are free; the
-        parameter elements take what their users ask for (a reduce inside
-        the body asking its operand for a row-reduction layout reaches a
-        dynamic-slice of a loop-carried array and so the array itself),
-        else the default; the layouts the root comes out in are the body's
-        result layout.  The kWhile rule then sets the parameter layout to
-        the result layout.  Round 2: parameter and result are mandatory
-        (copies at the root where it still differs); the condition takes the
-        parameter layout; the caller copies the init value in and the
-        result out where they differ."""
-        param = body.parameter(0)
-        if not (param.shape.is_tuple and body.root is not None and body.root.opcode == "tuple"
-                and len(body.root.operands) == len(param.shape.tuple_shapes)):
-            params = [p.shape.with_default_layout() for p in body.parameters]
-            changed = self._run_on(body, params, body.root.shape.with_default_layout()
-                                   if body.root is not None else None, loop_shapes)
-            return changed | self._settle_loop(body, cond, w, loop_shapes)
-        prop = self._constrain(body, [None], loop_shapes, free_parameter=param)
-        prop.propagate()
-        prop.constrain_free_parameter()
-        prop.constrain_remaining()
-        computed = prop.computed_root_layout()
-        settled = Shape.tuple(
-            p.with_layout(lay) if p.is_array and lay is not None and p.rank > 1
-            else p.with_default_layout_if_missing()
-            for p, lay in zip(param.shape.tuple_shapes, computed))
-        changed = settled != param.shape
-        if changed:
-            self.remark(w, f"loop state laid out as the body computes it: {settled}",
-                        kind="analysis")
-        param.shape = settled
-        changed |= self._run_on(body, [settled], settled, loop_shapes, fixed_tuple_params=True)
-        return changed | self._settle_loop(body, cond, w, loop_shapes, rerun=False)
-
     def _settle_loop(self, body: Computation, cond: Computation, w: Instruction,
-                     loop_shapes: dict[Instruction, Shape], rerun: bool = True) -> bool:
+                     loop_shapes: dict[Instruction, Shape]) -> bool:
         """XLA's rule for a while loop (AddMandatoryConstraints, kWhile): the
         body's parameter takes the layout its result was given, the body is
         laid out again with it, and the condition and the loop itself use
@@ -161,7 +123,7 @@ class LayoutAssignment(Pass):
                 p.with_layout(r.layout) if p.is_array and r.is_array and r.layout is not None
                 and p.rank > 1 else p
                 for p, r in zip(param.shape.tuple_shapes, body.root.shape.tuple_shapes))
-            if rerun and settled != param.shape:
+            if settled != param.shape:
                 self.remark(w, f"loop state laid out as the body computes it: {settled}",
                             kind="analysis")
                 param.shape = settled
@@ -181,8 +143,7 @@ class LayoutAssignment(Pass):
         cparam = cond.parameter(0)
         cparam.shape = param.shape
         result = cond.root.shape.with_default_layout() if cond.root is not None else None
-        changed |= self._run_on(cond, [param.shape], result, loop_shapes,
-                                fixed_tuple_params=not rerun)
+        changed |= self._run_on(cond, [param.shape], result, loop_shapes)
         if param.shape.is_tuple:
             loop_shapes[w] = param.shape
         return changed
@@ -199,40 +160,12 @@ class LayoutAssignment(Pass):
                           "before_optimizations module, or run only the post-layout passes)", instr)
 
     def _run_on(self, comp: Computation, params, result: Shape | None,
-                loop_shapes: dict[Instruction, Shape], fixed_tuple_params: bool = False) -> bool:
-        prop = self._constrain(comp, params, loop_shapes, result=result,
-                               fixed_tuple_params=fixed_tuple_params)
-        # 3. propagation, then defaults for whatever is left
-        prop.propagate()
-        prop.constrain_remaining()
-        before = {i: i.shape for i in comp._instructions}
-
-        def on_copy(copy: Instruction, user: Instruction | None) -> None:
-            self.remark(copy, f"copy to {copy.shape} for "
-                              + (f"{user.name}" if user is not None else "the result layout"),
-                        derived_from=[copy.operands[0]])
-
-        changed = prop.assign(result, on_copy)
-        for instr, shape in before.items():
-            if instr.parent is comp and instr.shape != shape and instr.opcode == "dot":
-                self.remark(instr, f"dot output layout {instr.shape.layout}", kind="analysis")
-        return changed
-
-    def _constrain(self, comp: Computation, params, loop_shapes: dict[Instruction, Shape],
-                   result: Shape | None = None, free_parameter: Instruction | None = None,
-                   fixed_tuple_params: bool = False) -> Propagation:
-        """Steps 1 and 2: mandatory and backend constraints (not propagated)."""
-        prop = Propagation(comp, self.reduction_threshold, free_parameter)
+                loop_shapes: dict[Instruction, Shape]) -> bool:
+        prop = Propagation(comp, self.reduction_threshold)
         # 1. mandatory constraints
         for p, shape in zip(comp.parameters, params):
-            if p is None or shape is None:
-                continue
-            if shape.is_array and shape.layout is not None:
+            if p is not None and shape is not None and shape.is_array and shape.layout is not None:
                 prop.set_buffer_layout(shape.layout, p)
-            elif shape.is_tuple and fixed_tuple_params:
-                for i, s in enumerate(shape.tuple_shapes):
-                    if s.is_array and s.rank > 1 and s.layout is not None:
-                        prop.set_element_layout(s.layout, p, i)
         for instr in prop.order:
             self._callee_constraints(prop, instr)
             if instr in loop_shapes:
@@ -255,7 +188,21 @@ class LayoutAssignment(Pass):
                 add_sort_constraints(prop, instr)
             elif instr.opcode == "triangular-solve":
                 add_triangular_solve_constraints(prop, instr)
-        return prop
+        # 3. propagation, then defaults for whatever is left
+        prop.propagate()
+        prop.constrain_remaining()
+        before = {i: i.shape for i in comp._instructions}
+
+        def on_copy(copy: Instruction, user: Instruction | None) -> None:
+            self.remark(copy, f"copy to {copy.shape} for "
+                              + (f"{user.name}" if user is not None else "the result layout"),
+                        derived_from=[copy.operands[0]])
+
+        changed = prop.assign(result, on_copy)
+        for instr, shape in before.items():
+            if instr.parent is comp and instr.shape != shape and instr.opcode == "dot":
+                self.remark(instr, f"dot output layout {instr.shape.layout}", kind="analysis")
+        return changed
 
     def _callee_constraints(self, prop: Propagation, instr: Instruction) -> None:
         callees = instr.called_computations()

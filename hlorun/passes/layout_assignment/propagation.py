@@ -157,13 +157,8 @@ class Propagation:
     is the GPU backend's minimum reduction size for making reductions row
     reductions (PropagateReductionLayoutToOperand); None disables it."""
 
-    def __init__(self, comp: Computation, reduction_threshold: int | None = 32,
-                 free_parameter: Instruction | None = None):
+    def __init__(self, comp: Computation, reduction_threshold: int | None = 32):
         self.comp = comp
-        #: a tuple parameter whose element layouts are not fixed (a while
-        #: body laid out for the first time): operand constraints on its
-        #: elements become element constraints on it
-        self.free_parameter = free_parameter
         self.order = comp.post_order()
         self.reduction_threshold = reduction_threshold
         self.buffers: dict[Instruction, Constraint] = {}
@@ -360,10 +355,6 @@ class Propagation:
         for src in self.sources(operand):
             if not (src.opcode == "reduce" and src.shape.is_tuple):
                 self.set_buffer_layout(layout, src, mandatory=False, dfs=True)
-        if self.free_parameter is not None and operand.opcode == "get-tuple-element" \
-                and operand.operands[0] is self.free_parameter and operand.shape.is_array:
-            self.set_element_layout(layout, self.free_parameter, operand.tuple_index,
-                                    mandatory=False, dfs=True)
         if not operand.shape.is_array:
             return
         if can_change_layout(user) and not user.shape.is_array and user.opcode != "reduce":
@@ -445,37 +436,6 @@ class Propagation:
         return None
 
     # -- finishing ------------------------------------------------------------------------------
-    def constrain_free_parameter(self) -> None:
-        """Give each still unconstrained element of the free tuple parameter
-        its default layout, propagating after each (XLA's logical buffer ids
-        put a loop body's parameter elements first: the DFS that numbers
-        them reaches the parameter through the loop counter)."""
-        param = self.free_parameter
-        if param is None or not param.shape.is_tuple:
-            return
-        for i, s in enumerate(param.shape.tuple_shapes):
-            if s.is_array and s.rank > 1 and (param, i) not in self.elements:
-                self.set_element_layout(default_layout(s.rank), param, i, mandatory=False)
-                self.propagate()
-
-    def computed_root_layout(self) -> list[Layout | None]:
-        """The layouts a tuple root's elements come out in (no assignment
-        made): XLA's CalculateComputationLayout after the first round."""
-        out: list[Layout | None] = []
-        for op in self.comp.root.operands:
-            layout = None
-            if op.shape.is_array:
-                if op.opcode == "get-tuple-element" and op.operands[0] is self.free_parameter:
-                    c = self.elements.get((op.operands[0], op.tuple_index))
-                    layout = c.layout if c is not None else None
-                else:
-                    for src in self.sources(op):
-                        c = self.buffers.get(src)
-                        if c is not None:
-                            layout = c.layout
-            out.append(layout)
-        return out
-
     def constrain_remaining(self) -> None:
         """Give each still unconstrained buffer its default layout (a
         constant: its literal's layout), propagating after each."""
