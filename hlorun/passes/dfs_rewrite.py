@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import edit
+from ..ir.attrs import format_int_list
 from ..ir.module import Computation, Instruction, Module, has_opcode, module_has_opcode
 from ..ir.opcode import ELEMENTWISE_BINARY as _BINARY, ELEMENTWISE_UNARY as _UNARY
 from ..ir.shape import Shape
@@ -164,6 +165,19 @@ class DfsRewriteVisitor:
         the same opcode, and dead operands removed."""
         replace_instruction(old, new)
         self.changed = True
+
+    def replace_reduce(self, reduce: Instruction, inputs: list, shape: Shape,
+                       dimensions: list[int]) -> Instruction:
+        """Replace ``reduce`` by a reduce of ``inputs`` (same init values and
+        reducer) with result ``shape`` over ``dimensions``, bitcast back to
+        the old shape (:func:`as_shape`); returns the replacement."""
+        n = len(reduce.operands) // 2
+        new = Instruction("reduce", shape, list(inputs) + list(reduce.operands[n:]), "",
+                          {"dimensions": format_int_list(dimensions),
+                           "to_apply": reduce.attrs["to_apply"]})
+        new = as_shape(reduce.parent, new, reduce.shape)
+        self.replace_instruction(reduce, new)
+        return new
 
 
 # ---------------------------------------------------------------------------

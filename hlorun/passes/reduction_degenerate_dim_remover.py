@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.attrs import format_int_list
 from ..ir.module import Instruction, Module
 from ..ir.shape import Shape, drop_degenerate_dimensions, has_degenerate_dimensions
 from .base import Pass
-from .dfs_rewrite import DfsRewriteVisitor, as_shape, make_bitcast
+from .dfs_rewrite import DfsRewriteVisitor, make_bitcast
 
 
 class _Visitor(DfsRewriteVisitor):
@@ -33,7 +32,7 @@ class _Visitor(DfsRewriteVisitor):
 
     def handle_reduce(self, reduce: Instruction) -> None:
         n = len(reduce.operands) // 2
-        inputs, inits = reduce.operands[:n], reduce.operands[n:]
+        inputs = reduce.operands[:n]
         reduced = set(reduce.dimensions)
         new_inputs: list[Instruction] = []
         new_shapes: list[Shape] = []
@@ -58,11 +57,7 @@ class _Visitor(DfsRewriteVisitor):
             new_inputs.append(make_bitcast(x, drop_degenerate_dimensions(shape)))
             new_shapes.append(drop_degenerate_dimensions(result))
         new_shape = Shape.tuple(new_shapes) if reduce.shape.is_tuple else new_shapes[0]
-        new = Instruction("reduce", new_shape, new_inputs + list(inits), "",
-                          {"dimensions": format_int_list(new_dims),
-                           "to_apply": reduce.attrs["to_apply"]})
-        new = as_shape(reduce.parent, new, reduce.shape)
-        self.replace_instruction(reduce, new)
+        new = self.replace_reduce(reduce, new_inputs, new_shape, new_dims)
         self.owner.remark(new, f"{name}: size-1 dimensions dropped from its inputs "
                                f"(dimensions={{{','.join(map(str, new_dims))}}})",
                           derived_from=[name])

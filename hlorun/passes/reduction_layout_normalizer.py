@@ -28,11 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.attrs import format_int_list
 from ..ir.module import Instruction, Module
 from ..ir.shape import Layout, Shape
 from .base import Pass
-from .dfs_rewrite import DfsRewriteVisitor, as_shape, make_bitcast
+from .dfs_rewrite import DfsRewriteVisitor, make_bitcast
 
 
 def _logical_to_physical(layout: Layout, rank: int) -> list[int]:
@@ -52,7 +51,7 @@ class _Visitor(DfsRewriteVisitor):
 
     def handle_reduce(self, reduce: Instruction) -> None:
         n = len(reduce.operands) // 2
-        inputs, inits = reduce.operands[:n], reduce.operands[n:]
+        inputs = reduce.operands[:n]
         reduced = set(reduce.dimensions)
         first = inputs[0].shape
         if any(s.layout is None for s in (x.shape for x in inputs)):
@@ -95,12 +94,8 @@ class _Visitor(DfsRewriteVisitor):
                 self.owner.fail("reduce inputs reduce different physical dimensions", reduce)
         new_shape = new_shapes[0] if n == 1 and not reduce.shape.is_tuple \
             else Shape.tuple(new_shapes)
-        attrs = {"dimensions": format_int_list(out_dims or []),
-                 "to_apply": reduce.attrs["to_apply"]}
-        new = Instruction("reduce", new_shape, new_inputs + list(inits), "", attrs)
         name = reduce.name
-        new = as_shape(reduce.parent, new, reduce.shape)
-        self.replace_instruction(reduce, new)
+        new = self.replace_reduce(reduce, new_inputs, new_shape, out_dims or [])
         self.owner.remark(new, f"{name}: inputs read in the default layout "
                                f"({first} -> {new_inputs[0].shape}), "
                                f"dimensions={{{','.join(map(str, out_dims or []))}}}",
