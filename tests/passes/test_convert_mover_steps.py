@@ -6,23 +6,11 @@ Our pass on XLA's input must give XLA's output (canonical form)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-import hlorun
-from hlorun.testing.fixtures import run_passes
-
-STEPS = Path(__file__).resolve().parents[2] / "testdata" / "xla-pass-steps" / "convert-mover"
+from .xla_steps import check_xla_step
 
 
 @pytest.mark.parametrize("site", ["simplification-2", "simplify_after_conv_canonicalization"])
 def test_convert_mover_matches_xla_step(site):
-    module = hlorun.load_module(STEPS / f"fp8_delayed_scaling_mlp.{site}.before.txt.gz")
-    expected = hlorun.load_module(STEPS / f"fp8_delayed_scaling_mlp.{site}.after.txt.gz")
-    module.compact_gte = expected.compact_gte
-    assert hlorun.print_module(module, canonical=True) != \
-        hlorun.print_module(expected, canonical=True)
-    run_passes(module, [("convert-mover", {})])
-    assert hlorun.print_module(module, canonical=True) == \
-        hlorun.print_module(expected, canonical=True)
+    check_xla_step("convert-mover", f"fp8_delayed_scaling_mlp.{site}", "convert-mover")

@@ -12,23 +12,11 @@ input must give XLA's output (canonical form: names renumbered).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-import hlorun
-from hlorun.testing.fixtures import run_passes
-
-STEPS = Path(__file__).resolve().parents[2] / "testdata" / "xla-pass-steps" / "move_copy_to_users"
+from .xla_steps import check_xla_step
 
 
 @pytest.mark.parametrize("program", ["fp8_delayed_scaling_mlp", "hmm_forward_scan_f32"])
 def test_move_copy_to_users_matches_xla_step(program):
-    module = hlorun.load_module(STEPS / f"{program}.before.txt.gz")
-    expected = hlorun.load_module(STEPS / f"{program}.after.txt.gz")
-    module.compact_gte = expected.compact_gte
-    before = hlorun.print_module(module, canonical=True)
-    run_passes(module, [("move_copy_to_users", {})])
-    assert before != hlorun.print_module(expected, canonical=True)
-    assert hlorun.print_module(module, canonical=True) == \
-        hlorun.print_module(expected, canonical=True)
+    check_xla_step("move_copy_to_users", program, "move_copy_to_users")
