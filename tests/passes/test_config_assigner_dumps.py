@@ -68,14 +68,15 @@ def _fusion(dump: str, name: str):
     return next(i for c in module.computations for i in c.instructions if i.name == name)
 
 
-def _assign_reduction(dump, name, emitter, triton):
-    """The reduction fusion ``name`` of ``dump``, made a plain kInput fusion
-    again: its native emitter is ``emitter`` and the config assigner sends
-    it to the block-level Triton emitter iff ``triton``."""
+def _assign_reduction(dump, name, emitter, triton, kind="kInput"):
+    """The fusion ``name`` of ``dump`` (a reduction or transpose), made a
+    plain ``kind`` fusion again: its native emitter is ``emitter`` and the
+    config assigner sends it to the block-level Triton emitter iff
+    ``triton``."""
     from hlorun.passes.base import Target
     from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
     fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kInput"
+    fusion.attrs["kind"] = kind
     fusion.attrs.pop("backend_config", None)
     assert native_emitter(fusion, 132) == emitter
     assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
@@ -196,14 +197,7 @@ def test_triton_support_refuses(dump, name, why):
     ("xla-dumps-holdout/gpt_ln_3l_bf16", "input_reduce_fusion.1", "column-reduction"),
 ])
 def test_collapsed_reduced_dimension_stays_native(dump, name, emitter):
-    from hlorun.passes.base import Target
-    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
-    fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kInput"
-    fusion.attrs.pop("backend_config", None)
-    assert native_emitter(fusion, 132) == emitter
-    triton = emitter == "short-column-reduction"
-    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    _assign_reduction(dump, name, emitter, emitter == "short-column-reduction")
 
 
 @pytest.mark.parametrize("dump,name,triton", [
@@ -215,13 +209,7 @@ def test_collapsed_reduced_dimension_stays_native(dump, name, emitter):
     ("xla-dumps/cnn_fp16", "wrapped_transpose.2", True),
 ])
 def test_minor_moving_loop_transposes(dump, name, triton):
-    from hlorun.passes.base import Target
-    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
-    fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kLoop"
-    fusion.attrs.pop("backend_config", None)
-    assert native_emitter(fusion, 132) == "loop-transpose-minor"
-    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    _assign_reduction(dump, name, "loop-transpose-minor", triton, kind="kLoop")
 
 
 @pytest.mark.parametrize("flags,off", [
@@ -253,10 +241,4 @@ def test_flags_without_fusion_autotuning_keep_fusions_native(flags, off):
     ("xla-dumps/transformer_2l_f32_algo_bf16", "input_transpose_fusion.6", False),
 ])
 def test_transpose_width_is_the_narrower_of_hero_and_output(dump, name, triton):
-    from hlorun.passes.base import Target
-    from hlorun.passes.config_assigner import ConfigAssigner, native_emitter
-    fusion = _fusion(dump, name)
-    fusion.attrs["kind"] = "kInput"
-    fusion.attrs.pop("backend_config", None)
-    assert native_emitter(fusion, 132) == "transpose"
-    assert ConfigAssigner(target=Target(device="H200"))._assign(fusion) is triton
+    _assign_reduction(dump, name, "transpose", triton)
