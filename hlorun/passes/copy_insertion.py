@@ -8,9 +8,10 @@ unnecessary; what survives on straight-line JAX programs is:
   an element of the loop's initial tuple that the body *updates* (the body
   root's element is not the body parameter's same element passed through)
   needs a buffer of its own when its initial value is a constant (constants
-  are read-only), an entry parameter that is not donated, or a value that
-  already initialises another element of the same tuple -- each gets
-  ``copy(value)``;
+  are read-only), an entry parameter that is not donated, a value that
+  already initialises another element of the same tuple, or a value that
+  another instruction reads and need not read before the loop (the loop
+  writes over the buffer it is given) -- each gets ``copy(value)``;
 * **donated parameters** (``AddCopiesForAliasedInputOutputs``): an output
   aliased with a parameter (``input_output_alias``) that is not the
   parameter itself must be written into the parameter's buffer; when the
@@ -31,9 +32,13 @@ unnecessary; what survives on straight-line JAX programs is:
   a constant, a non-donated entry parameter, or read by another
   instruction that need not run before the fusion.
 
-Not modelled (stated): copies for values live across a loop while the loop
-updates their buffer, conditional branches, and the general liveness
-analysis.  Every copy is a remark naming the rule.
+Buffers, not instructions, are what interfere: the readers of a
+get-tuple-element's value are the readers of every get-tuple-element of the
+same producer and index.
+
+Not modelled (stated): copies inside loop bodies (a body parameter element
+still read after the body wrote its new value), conditional branches, and the
+general liveness analysis.  Every copy is a remark naming the rule.
 
 Postcondition: loop state, donated outputs and root outputs have buffers of
 their own where the rules above require.
@@ -75,8 +80,17 @@ def _donated(module: Module) -> set[int]:
 
 
 def _readers(value: Instruction) -> list[Instruction]:
-    """The instructions that read ``value``'s buffer (through bitcasts)."""
-    out, stack = [], list(value.users)
+    """The instructions that read ``value``'s buffer (through bitcasts).  The
+    buffer of a get-tuple-element is the tuple producer's element: every
+    get-tuple-element of the same producer and index reads it (XLA's
+    dataflow analysis has one HloValue per element, however many
+    get-tuple-elements name it)."""
+    starts = [value]
+    if value.opcode == "get-tuple-element":
+        src = value.operands[0]
+        starts = [g for g in src.users
+                  if g.opcode == "get-tuple-element" and g.tuple_index == value.tuple_index]
+    out, stack = [], [u for g in starts for u in g.users]
     while stack:
         u = stack.pop()
         if u.opcode == "bitcast":
@@ -214,6 +228,10 @@ class CopyInsertion(Pass):
                     why = "an entry parameter that is not donated"
                 elif e in seen:
                     why = "shared with another element of the loop state"
+                else:
+                    late = self._late_readers(e, init, w)
+                    if late:
+                        why = f"also read by {late[0].name}, which need not run before the loop"
             seen.add(e)
             if why is None:
                 continue
@@ -223,6 +241,22 @@ class CopyInsertion(Pass):
                            f"loop body updates it", "applied", rule="while", derived_from=[e.name])
             changed = True
         return changed
+
+    @staticmethod
+    def _late_readers(value: Instruction, init: Instruction, w: Instruction) -> list[Instruction]:
+        """Readers of ``value``'s buffer other than the loop's initial tuple
+        that need not run before the loop ``w`` (DependencyHloOrdering: not an
+        ancestor of it).  The loop updates the buffer it is given, so such a
+        reader would see the loop's values (XLA: the copy of the initial
+        value that AddCopiesForWhile adds survives RemoveUnnecessaryCopies)."""
+        base = value
+        while base.opcode == "bitcast":
+            base = base.operands[0]
+        readers = [u for u in _readers(base) if u is not init]
+        if not readers:
+            return []
+        before = _ancestors(w)
+        return [u for u in readers if u not in before]
 
     def _in_place(self, comp: Computation, fusion: Instruction, donated: set[int],
                   in_entry: bool) -> bool:

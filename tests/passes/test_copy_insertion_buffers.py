@@ -1,0 +1,188 @@
+"""copy-insertion reasons about buffers, not instructions (XLA's CopyInsertion
+over HloAliasAnalysis: one HloValue per tuple element, however many
+get-tuple-elements name it; live ranges under DependencyHloOrdering).
+
+* The sort-dispatched MoE's combine (testdata/xla-dumps-holdout/
+  moe_sort_dispatch_bf16): a multi-output loop fusion makes the scatter-add's
+  zero-filled operand; the scatter fusion updates it in place while another
+  kernel, reading the same element through a second get-tuple-element, runs
+  later.  XLA keeps ``copy.1`` in front of the scatter.
+* A value that initialises updated loop state and is read again after the
+  loop (selective_scan_train_f32: ``loop_broadcast_select_fusion#1`` feeds two
+  scans and the concatenate after them): the loop writes over the buffer it is
+  given, so XLA keeps the copy of the initial value (AddCopiesForWhile).
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from hlorun.passes.copy_insertion import CopyInsertion
+from hlorun.text.parser import parse_module
+
+_DISPATCH = """HloModule moe_combine_fragment
+
+%add_bf16 (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+
+%add_f32 (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %r = f32[] add(%x, %y)
+}
+
+%fused_broadcast_select (p0: bf16[2048,256], p1: u32[2048,256], p2: u32[2048,256]) -> (bf16[2048,256], bf16[2048,256]) {
+  %p0 = bf16[2048,256]{1,0} parameter(0)
+  %p1 = u32[2048,256]{1,0} parameter(1)
+  %p2 = u32[2048,256]{1,0} parameter(2)
+  %eq = pred[2048,256]{1,0} compare(%p1, %p2), direction=EQ
+  %z = bf16[] constant(0)
+  %zb = bf16[2048,256]{1,0} broadcast(%z), dimensions={}
+  %sel = bf16[2048,256]{1,0} select(%eq, %p0, %zb)
+  ROOT %t = (bf16[2048,256]{1,0}, bf16[2048,256]{1,0}) tuple(%sel, %zb)
+}
+
+%fused_scatter (q0: bf16[2048,256], q1: bf16[2048,256], q2: s32[2048]) -> bf16[2048,256] {
+  %q0 = bf16[2048,256]{1,0} parameter(0)
+  %q2 = s32[2048]{0} parameter(2)
+  %idx = s32[2048,1]{1,0} bitcast(%q2)
+  %q1 = bf16[2048,256]{1,0} parameter(1)
+  ROOT %sc = bf16[2048,256]{1,0} scatter(%q0, %idx, %q1), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add_bf16
+}
+
+%fused_reduce (r0: bf16[2048,256], r1: bf16[2048,256]) -> f32[2048] {
+  %r0 = bf16[2048,256]{1,0} parameter(0)
+  %r1 = bf16[2048,256]{1,0} parameter(1)
+  %d = bf16[2048,256]{1,0} subtract(%r0, %r1)
+  %f = f32[2048,256]{1,0} convert(%d)
+  %zero = f32[] constant(0)
+  ROOT %red = f32[2048]{0} reduce(%f, %zero), dimensions={1}, to_apply=%add_f32
+}
+
+ENTRY %main (o: bf16[2048,256], m1: u32[2048,256], m2: u32[2048,256], order: s32[2048]) -> f32[2048] {
+  %o = bf16[2048,256]{1,0} parameter(0)
+  %m1 = u32[2048,256]{1,0} parameter(1)
+  %m2 = u32[2048,256]{1,0} parameter(2)
+  %order = s32[2048]{0} parameter(3)
+  %loop_broadcast_select_fusion = (bf16[2048,256]{1,0}, bf16[2048,256]{1,0}) fusion(%o, %m1, %m2), kind=kLoop, calls=%fused_broadcast_select
+  %gte.5 = bf16[2048,256]{1,0} get-tuple-element(%loop_broadcast_select_fusion), index=1
+  %gte.4 = bf16[2048,256]{1,0} get-tuple-element(%loop_broadcast_select_fusion), index=0
+  %input_scatter_fusion = bf16[2048,256]{1,0} fusion(%gte.5, %gte.4, %order), kind=kInput, calls=%fused_scatter
+  %gte.6 = bf16[2048,256]{1,0} get-tuple-element(%loop_broadcast_select_fusion), index=1
+  ROOT %input_reduce_fusion = f32[2048]{0} fusion(%input_scatter_fusion, %gte.6), kind=kInput, calls=%fused_reduce
+}
+"""
+
+
+def _copies(module):
+    return [i for i in module.entry.instructions if i.opcode == "copy"]
+
+
+def test_scatter_operand_read_through_another_get_tuple_element_is_copied():
+    m = parse_module(_DISPATCH)
+    assert CopyInsertion().run(m)
+    (c,) = _copies(m)
+    scatter = m.entry.get_instruction("input_scatter_fusion")
+    assert scatter.operands[0] is c
+    assert c.operands[0].name == "gte.5"
+
+
+def test_scatter_operand_without_later_readers_is_not_copied():
+    """The reduce reads the scatter's result, not the zero-filled operand: the
+    scatter may update the element in place."""
+    m = parse_module(_DISPATCH.replace(
+        "fusion(%input_scatter_fusion, %gte.6)", "fusion(%input_scatter_fusion, %gte.4)"))
+    assert not CopyInsertion().run(m)
+    assert _copies(m) == []
+
+
+_SCAN = """HloModule scan_state_fragment
+
+%body (s: (s32[], f32[64,4,128])) -> (s32[], f32[64,4,128]) {
+  %s = (s32[], f32[64,4,128]{2,1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %h = f32[64,4,128]{2,1,0} get-tuple-element(%s), index=1
+  %h1 = f32[64,4,128]{2,1,0} multiply(%h, %h)
+  ROOT %t = (s32[], f32[64,4,128]{2,1,0}) tuple(%i1, %h1)
+}
+
+%cond (c: (s32[], f32[64,4,128])) -> pred[] {
+  %c = (s32[], f32[64,4,128]{2,1,0}) parameter(0)
+  %ci = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant(64)
+  ROOT %lt = pred[] compare(%ci, %n), direction=LT
+}
+
+%fused_negate (p: f32[64,4,128]) -> f32[64,4,128] {
+  %p = f32[64,4,128]{2,1,0} parameter(0)
+  ROOT %ng = f32[64,4,128]{2,1,0} negate(%p)
+}
+
+%fused_add (a0: f32[64,4,128], a1: f32[64,4,128]) -> f32[64,4,128] {
+  %a0 = f32[64,4,128]{2,1,0} parameter(0)
+  %a1 = f32[64,4,128]{2,1,0} parameter(1)
+  ROOT %ad = f32[64,4,128]{2,1,0} add(%a0, %a1)
+}
+
+ENTRY %main (x: f32[64,4,128], i0: s32[]) -> f32[64,4,128] {
+  %x = f32[64,4,128]{2,1,0} parameter(0)
+  %i0 = s32[] parameter(1)
+  %init_h = f32[64,4,128]{2,1,0} fusion(%x), kind=kLoop, calls=%fused_negate
+  %init = (s32[], f32[64,4,128]{2,1,0}) tuple(%i0, %init_h)
+  %w = (s32[], f32[64,4,128]{2,1,0}) while(%init), condition=%cond, body=%body
+  %out = f32[64,4,128]{2,1,0} get-tuple-element(%w), index=1
+  ROOT %late = f32[64,4,128]{2,1,0} fusion(%init_h, %out), kind=kLoop, calls=%fused_add
+}
+"""
+
+
+def test_loop_state_read_after_the_loop_is_copied():
+    m = parse_module(_SCAN)
+    CopyInsertion().run(m)
+    init = m.entry.get_instruction("init")
+    copied = [c.operands[0].name for c in _copies(m)]
+    assert "init_h" in copied
+    assert init.operands[1].opcode == "copy"
+    # the entry parameter that initialises the counter is copied too (not donated)
+    assert init.operands[0].opcode == "copy"
+
+
+def test_loop_state_read_only_before_the_loop_is_not_copied():
+    """A reader that feeds the loop's initial tuple runs before the loop."""
+    text = _SCAN.replace(
+        "%init = (s32[], f32[64,4,128]{2,1,0}) tuple(%i0, %init_h)",
+        "%i2 = s32[] parameter(2)\n"
+        "  %early = f32[64,4,128]{2,1,0} fusion(%init_h, %x), kind=kLoop, calls=%fused_add\n"
+        "  %init = (s32[], f32[64,4,128]{2,1,0}, f32[64,4,128]{2,1,0}) tuple(%i0, %init_h, %early)")
+    text = text.replace("(s32[], f32[64,4,128])", "(s32[], f32[64,4,128], f32[64,4,128])")
+    text = text.replace("(s32[], f32[64,4,128]{2,1,0})", "(s32[], f32[64,4,128]{2,1,0}, f32[64,4,128]{2,1,0})")
+    text = text.replace("tuple(%i1, %h1)", "tuple(%i1, %h1, %e)").replace(
+        "  ROOT %t =", "  %e = f32[64,4,128]{2,1,0} get-tuple-element(%s), index=2\n  ROOT %t =")
+    text = text.replace("fusion(%init_h, %out), kind=kLoop", "fusion(%x, %out), kind=kLoop")
+    text = text.replace("(x: f32[64,4,128], i0: s32[])", "(x: f32[64,4,128], i0: s32[], i2: s32[])")
+    m = parse_module(text)
+    CopyInsertion().run(m)
+    assert [c.operands[0].name for c in _copies(m)] == ["i0"]
+
+
+def test_moe_sort_dispatch_keeps_xlas_copy():
+    """End to end on the real module: one copy kernel, in front of the
+    scatter-add fusion, as XLA's copy.1."""
+    import hlorun
+    from hlorun.analysis.kernels import kernel_list
+    d = Path(__file__).resolve().parents[2] / "testdata/xla-dumps-holdout/moe_sort_dispatch_bf16"
+    (path,) = d.glob("*before_optimizations.txt.gz")
+    res = hlorun.compile(parse_module(gzip.open(path, "rt").read()))
+    assert not res.failures
+    kinds = [k.kind for k in kernel_list(res.module)]
+    assert kinds.count("copy") == 1
+    (c,) = [i for i in res.module.entry.instructions if i.opcode == "copy"]
+    (user,) = c.users
+    assert user.opcode == "fusion" and \
+        any(i.opcode == "scatter" for i in user.fused_computation.instructions)
