@@ -77,6 +77,12 @@ def _smoke(python_argv, env, cwd, hlo):
     r = _run(python_argv + ["compile", str(hlo), "-p", "gpu-rocm-41481", "--force-backend",
                             "hipblaslt", "--no-table", "--diff", "none"], cwd, env)
     assert r.returncode == 2 and "reshape-is-bitcast" in r.stderr, r.stderr
+    # the bundled examples, by name, from a directory that has no such file
+    r = _run(python_argv + ["examples"], cwd, env)
+    assert r.returncode == 0 and "jit_dot_general_consumer.hlo" in r.stdout + r.stderr, r.stderr
+    r = _run(python_argv + ["compile", "s0", "--no-table", "--diff", "none"], cwd, env)
+    assert r.returncode == 0 and r.stdout == _run(
+        python_argv + ["compile", str(hlo), "--no-table", "--diff", "none"], cwd, env).stdout, r.stderr
 
 
 def test_installed_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
@@ -95,13 +101,15 @@ def test_installed_wheel_runs_from_outside_the_checkout(wheel, tmp_path):
     assert script.exists(), "the wheel declares the hlorun console script"
     _smoke([str(script)], env, work, hlo)
     # the README's first line, after `pip install .`: the installed console
-    # script (its own directory first on sys.path, not the checkout) in the
-    # checkout root, where the example lives
+    # script (its own directory first on sys.path, not the checkout) in an
+    # empty directory outside the checkout (the example is bundled)
     import shlex
     first = (REPO / "README.md").read_text().split("```sh\n", 1)[1].splitlines()[0]
     job = shlex.split(first.split(" && ", 1)[1])
     assert job[0] == "hlorun"
-    r = _run([str(script)] + job[1:], REPO, env)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    r = _run([str(script)] + job[1:], bare, env)
     assert r.returncode == 0 and r.stdout.startswith("HloModule "), r.stderr
 
 

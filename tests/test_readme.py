@@ -129,8 +129,12 @@ def test_first_block_is_install_and_main_job_then_tests(scratch):
     assert tests == "pip install '.[test]' && pytest"
     assert tests in (REPO / ".ci" / "run").read_text()
     pip, job = install.split(" && ", 1)
-    assert pip == "pip install ." and job.startswith("hlorun compile testdata/")
-    r = _bash(job, d, env)
+    assert pip == "pip install ." and job.startswith("hlorun compile ")
+    from hlorun.examples import names
+    assert job.split()[2] in names(), "the main job runs a bundled example (works from any directory)"
+    bare = d / "bare"   # no testdata here
+    bare.mkdir(exist_ok=True)
+    r = _bash(job, bare, env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("HloModule "), r.stdout[:200]
     assert re.search(r"^ok: \d+ passes run", r.stderr, re.M), r.stderr

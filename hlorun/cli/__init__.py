@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("hlorun.cli.run:compare", "Evaluate two HLO modules on the same inputs and compare outputs."),
     "compile": ("hlorun.cli.compile:compile_cmd", "Run a YAML pipeline on a module: pass table, diffs, violations, dumps."),
     "diff-pipelines": ("hlorun.cli.diff_pipelines:diff_pipelines_cmd", "Where two pipeline versions diverge on one module, and how their final kernels differ (S3)."),
+    "examples": ("hlorun.cli.examples:examples_cmd", "List the bundled example modules (usable by name: `hlorun compile s0`)."),
     "explain": ("hlorun.cli.explain:explain_cmd", "Which kernels compute an instruction after the pipeline, and why (S2)."),
     "explore": ("hlorun.cli.explore:explore", "Rerun a pipeline once per autotuning choice; name the GEMM choices that break it."),
     "fmt": ("hlorun.cli.fmt:fmt", "Parse and print HLO files (full, long, short or canonical form)."),

@@ -26,6 +26,24 @@ def handle_errors(fn):
     return wrapper
 
 
+class ModuleFile(click.Path):
+    """A module file, ``-`` (stdin) where allowed, or the name of a bundled
+    example (``hlorun examples``) when no file of that name exists."""
+
+    def convert(self, value, param, ctx):
+        import os
+        if isinstance(value, str) and value != "-" and not os.path.exists(value):
+            from ..examples import path as example_path
+            found = example_path(value)
+            if found is not None:
+                return found
+            if self.exists:
+                from ..examples import names
+                self.fail(f"{value!r}: no such file (nor a bundled example: {', '.join(names())})",
+                          param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def target_options(fn):
     fn = click.option("--compute-capability", default=None,
                       help="Override the pipeline target's compute capability (e.g. 9.0, gfx942).")(fn)

@@ -7,13 +7,13 @@ import sys
 
 import click
 
-from ._common import handle_errors
+from ._common import ModuleFile, handle_errors
 
 PRINTABLE = ("assignment", "values", "live-range", "memory-usage", "none")
 
 
 @click.command()
-@click.argument("file", type=click.Path(allow_dash=True))
+@click.argument("file", type=ModuleFile(allow_dash=True))
 @click.option("-p", "--pipeline", "pipeline_name", default=None, metavar="NAME|PATH",
               help="Run this pipeline on the module first, and take its custom_call_targets "
                    "and target platform.")

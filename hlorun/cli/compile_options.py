@@ -18,7 +18,7 @@ import click
 
 from ._autotune import autotune_options
 from ..report.textout import DIFF_HELP, DIFF_MODES
-from ._common import parse_json_include, target_options
+from ._common import ModuleFile, parse_json_include, target_options
 from .numerics_options import numerics_options
 
 
@@ -58,7 +58,7 @@ def selection_options(fn):
 def compile_flags(fn):
     """Every flag of ``hlorun compile`` (FILE argument included)."""
     opts = [
-        click.argument("file", type=click.Path(allow_dash=True)),
+        click.argument("file", type=ModuleFile(allow_dash=True)),
         click.option("--print-json-schema", is_flag=True, expose_value=False, is_eager=True,
                      callback=_print_schema, help="Print the JSON Schema of --format json and exit."),
         click.option("-p", "--pipeline", "pipeline", default=None, metavar="NAME|PATH",

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import click
 
-from ._common import diff_option, handle_errors, target_options
+from ._common import ModuleFile, diff_option, handle_errors, target_options
 
 
 @click.command("diff-pipelines")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False), metavar="MODEL.hlo")
+@click.argument("file", type=ModuleFile(exists=True, dir_okay=False), metavar="MODEL.hlo")
 @click.option("--a", "pipe_a", required=True, metavar="NAME|PATH",
               help="The first pipeline (bundled name or YAML file), e.g. the old version.")
 @click.option("--b", "pipe_b", required=True, metavar="NAME|PATH",

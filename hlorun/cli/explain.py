@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import click
 
-from ._common import handle_errors, target_options
+from ._common import ModuleFile, handle_errors, target_options
 
 
 @click.command("explain")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=ModuleFile(exists=True, dir_okay=False))
 @click.option("--op", "op", required=True, metavar="NAME|REGEX",
               help="An instruction of the input module (e.g. dot.89), or a regex over metadata "
                    "op_name (e.g. 'dot_general') selecting its dots and convolutions.")

@@ -9,11 +9,11 @@ import sys
 
 import click
 
-from ._common import handle_errors, target_options
+from ._common import ModuleFile, handle_errors, target_options
 
 
 @click.command()
-@click.argument("file", type=click.Path(allow_dash=True))
+@click.argument("file", type=ModuleFile(allow_dash=True))
 @click.option("-p", "--pipeline", "pipeline_name", default=None, metavar="NAME|PATH",
               help="A bundled pipeline name or a YAML file (default: gpu-cuda).")
 @click.option("--max-runs", type=click.IntRange(min=1), default=64, show_default=True,

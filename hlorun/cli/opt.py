@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from ._common import diff_option, handle_errors, read_inputs, target_options
+from ._common import ModuleFile, diff_option, handle_errors, read_inputs, target_options
 
 
 @click.command()
-@click.argument("file", type=click.Path(allow_dash=True))
+@click.argument("file", type=ModuleFile(allow_dash=True))
 @click.option("--passes", "passes_text", required=True,
               help="Comma-separated passes, options in braces: dce,cse{is_layout_sensitive=true}.")
 @click.option("--split-input-file", is_flag=True,
