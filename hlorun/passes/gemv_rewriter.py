@@ -44,8 +44,13 @@ class _Visitor(DfsRewriteVisitor):
         if lhs_nc == rhs_nc or dot.shape.is_dynamic:
             return
         sensitive = self.owner.is_layout_sensitive
+        # XLA's GetLayoutWithNewMinorMostDimension checks only the shapes
+        # that get the new unit dimension: the vector operand(s) and the
+        # output; the matrix operand may keep any layout (a transposed
+        # weight read through a bitcast, [K,N]{0,1})
+        widened = [x.shape for x, nc in ((lhs, lhs_nc), (rhs, rhs_nc)) if not nc]
         if any(s.layout is not None and not is_monotonic_with_dim0_major(s)
-               for s in (lhs.shape, rhs.shape, dot.shape)):
+               for s in widened + [dot.shape]):
             if not sensitive:
                 return
             self.owner.fail("Layout is not normalized.", dot)
