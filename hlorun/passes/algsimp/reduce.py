@@ -1,6 +1,7 @@
 """algsimp's reduce rewrites (XLA's ``AlgebraicSimplifierVisitor::HandleReduce``),
 in XLA's order; the rewrites XLA has that are not listed here are not
-implemented (reduce of concatenate, of dot, arg-min/max, of broadcast):
+implemented (reduce of concatenate, of dot, of broadcast, arg-min/max of a
+broadcast constant):
 
 * a zero-element input or result -> ``broadcast(init)``;
 * a reduce that keeps the element count -> a reshape (layout-sensitive:
@@ -19,7 +20,10 @@ implemented (reduce of concatenate, of dot, arg-min/max, of broadcast):
 * ``reduce(reshape(x))``: when every kept dimension is one the reshape
   leaves alone, reduce ``x`` directly; when every reduced dimension is one
   the reshape leaves alone (and the reshape has one user, or always with
-  that option), reduce ``x`` and reshape the result.
+  that option), reduce ``x`` and reshape the result;
+* a max (min) reduce with init -inf (+inf) next to an argmax (argmin) of the
+  same input over the same dimensions -> element 0 of the argmax
+  (``argminmax.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ...ir.module import Computation, Instruction
 from ...ir.shape import (Shape, delete_dimensions, dimensions_unmodified_by_reshape,
                          is_floating, reshape_is_bitcast)
 from ..dfs_rewrite import add_instruction
+from .argminmax import share_with_arg
 
 if TYPE_CHECKING:
     from .visitor import AlgsimpVisitor
@@ -154,6 +159,7 @@ def handle_reduce(v: "AlgsimpVisitor", reduce: Instruction) -> None:
                 v, delete_dimensions(src.shape, new_dims), src, init, new_dims, to_apply))
             v.replace_with_new(reduce, v.new("reshape", shape, [inner]))
             return
+    share_with_arg(v, reduce, arg, init)
 
 
 __all__ = ["handle_reduce", "reducers_equivalent"]
