@@ -202,7 +202,12 @@ def main() -> int:
             D.write_csv(path, fields, rows)
     env = environment(raw, Path(a.env) if a.env else raw / "env.txt", dev)
     env_path = out / f"environment_{dev}.json"
-    runs = json.loads(env_path.read_text()).get("runs", []) if a.append and env_path.exists() else []
+    prev = json.loads(env_path.read_text()) if a.append and env_path.exists() else {}
+    runs = prev.get("runs", [])
+    for k, v in env.items():   # a raw dir without env.txt keeps what the earlier runs recorded
+        if k in prev and prev[k] != v:
+            print(f"warning: {k} differs from the earlier runs: {v!r} vs {prev[k]!r}", file=sys.stderr)
+    env = {**{k: v for k, v in prev.items() if k != "runs"}, **env}
     env["runs"] = runs + [{"tag": a.tag, "gemms": len(gemm_rows), "candidates": len(cand_rows),
                            "repeated_gemms": sum(1 for r in gemm_rows if r["gemm"][len(a.tag):] in rep)}]
     env_path.write_text(json.dumps(env, indent=1) + "\n")
