@@ -5,7 +5,7 @@ the list and in the report."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import blas as B
@@ -121,6 +121,27 @@ def triton_candidates(problem: GemmProblem, device: DeviceSpec, *, exhaustive: b
             for cfg in search_space_configs(problem, device, exhaustive=exhaustive, split_k=split_k)]
 
 
+#: the plain bf16 GEMMs DotAlgorithmRewriter splits a dot of these
+#: algorithms into (dot_algorithm_rewriter.py)
+_SPLIT_PASSES = {"ALG_DOT_BF16_BF16_F32_X3": 3, "ALG_DOT_BF16_BF16_F32_X6": 6,
+                 "ALG_DOT_BF16_BF16_F32_X9": 9}
+
+
+def blas_runs(problem: GemmProblem) -> tuple[int, GemmProblem]:
+    """What the library runs for ``problem``: XLA's BLAS candidate for a GEMM
+    fusion is the fusion fissioned by ``FissionToCublas``
+    (xla/backends/gpu/autotuner/fission.cc), which runs DotAlgorithmRewriter
+    before the GEMM rewriter, so a ``BF16_BF16_F32_X3/X6/X9`` dot is measured
+    as 3 / 6 / 9 cuBLAS calls on the bf16 parts of its f32 operands (plus the
+    kernels that split the operands, not counted here).  Returns (calls, the
+    GEMM each call runs)."""
+    n = _SPLIT_PASSES.get(problem.algorithm)
+    if n is None or problem.lhs_type != "f32" or problem.rhs_type != "f32":
+        return 1, problem
+    return n, replace(problem, lhs_type="bf16", rhs_type="bf16", algorithm="ALG_UNSET",
+                      input_bytes=max(1, problem.input_bytes // 2))
+
+
 def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,
                     params: CostParams | None = None) -> list[Candidate]:
     """The library's algorithms, or one rejected candidate saying why the
@@ -128,6 +149,7 @@ def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,
     why = B.library_reasons(lib, problem, device)
     if why:
         return [Candidate(lib, reasons=why)]
+    calls, problem = blas_runs(problem)
     layout_note = []
     if not problem.output_canonical and problem.output_shape is not None:
         rank = len(problem.output_shape.dimensions)
@@ -141,7 +163,12 @@ def blas_candidates(lib: str, problem: GemmProblem, device: DeviceSpec,
     out = []
     for alg in B.algorithms(lib, problem, device, est):
         e = blas_time(problem, device, alg.block_m, alg.block_n, alg.block_k, alg.stages, alg.split_k, params)
-        c = Candidate(lib, algorithm=alg, estimate=e, notes=list(layout_note),
+        notes = list(layout_note)
+        if calls > 1:
+            e = replace(e, ns=e.ns * calls, parts={**e.parts, "split_calls": float(calls)})
+            notes.append(f"DotAlgorithmRewriter splits the dot into {calls} bf16 GEMMs "
+                         f"(x{calls} this algorithm's time)")
+        c = Candidate(lib, algorithm=alg, estimate=e, notes=notes,
                       scratch_bytes=B.WORKSPACE_BYTES if B.LIBRARIES[lib].lt else 0)
         if "unfused_kernels" in e.parts:
             c.notes.append(f"prologue/epilogue left as separate kernels (+{e.parts['unfused_kernels']:.2f} us)")
