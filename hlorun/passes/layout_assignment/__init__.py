@@ -30,14 +30,23 @@ refused, as XLA's LayoutAssignment refuses it ("Unexpected bitcast
 operation seen during layout assignment"), naming the bitcast.
 
 While loops (XLA's kWhile rule in AddMandatoryConstraints, for a loop whose
-body and condition nothing else calls): the body is laid out first with
-default parameter layouts; where its result comes out in other layouts, the
-parameter takes the result's layouts and the body is laid out again (copies
-at the root where it still differs), the condition gets the same parameter
-layout, and in the caller the loop's init elements and result elements take
-them (copies -- transposes after layout normalization -- before and after
-the loop): a KV cache carried through a decode loop stays in the layout the
-in-loop dots read, as in XLA.
+body and condition nothing else calls): the body is laid out first with its
+parameter and result free, as in XLA's first round (a null
+ComputationLayout for a non-entry computation): a layout asked of a
+get-tuple-element of the parameter becomes that state element's layout,
+and elements nothing asks for get the default layout in XLA's buffer order
+(where the post order reaches the parameter, element by element, each
+followed by propagation).  Where the result comes out in other layouts,
+the parameter takes the result's layouts and the body is laid out again
+with them mandatory, reaching the body's uses (copies at the root where it
+still differs); the condition gets the same parameter layout, and in the
+caller the loop's init elements and result elements take them (copies --
+transposes after layout normalization -- before and after the loop).  A KV
+cache carried through a decode loop stays in the layout the in-loop dots
+read, a scan stacks Q/K/V in the transposed layout its attention dots read
+(transformer_scan_4l), and a backward scan keeps its stacked residuals in
+the row-reduction layout of its gradient sums (hmm_forward_scan: XLA's own
+layout-assignment step gives the same loop states), as in XLA.
 
 Simplifications (documented deviations): one propagation round with equal
 priorities (XLA runs two rounds, clearing all buffer and operand
@@ -98,11 +107,17 @@ class LayoutAssignment(Pass):
                     params, result = ecl
                 else:
                     params, result = comp.program_shape()
+            elif comp in loops:
+                # XLA's first round passes a null ComputationLayout for a
+                # non-entry computation: the body's parameter and result take
+                # the layouts their uses and producers give them, and the
+                # kWhile rule then settles the parameter on the result's
+                params, result = [None] * comp.num_parameters, None
             else:
                 params = [p.shape.with_default_layout() if p is not None else None
                           for p in comp.parameters]
                 result = comp.root.shape.with_default_layout() if comp.root is not None else None
-            if self._run_on(comp, params, result, loop_shapes):
+            if self._run_on(comp, params, result, loop_shapes, free_params=comp in loops):
                 changed = True
             if comp in loops:
                 w, cond = loops[comp]
@@ -127,7 +142,7 @@ class LayoutAssignment(Pass):
                 self.remark(w, f"loop state laid out as the body computes it: {settled}",
                             kind="analysis")
                 param.shape = settled
-                self._run_on(body, [settled], None, loop_shapes)
+                self._run_on(body, [settled], None, loop_shapes, fixed_state=True)
                 changed = True
             root = body.root
             if root.opcode == "tuple":
@@ -160,12 +175,19 @@ class LayoutAssignment(Pass):
                           "before_optimizations module, or run only the post-layout passes)", instr)
 
     def _run_on(self, comp: Computation, params, result: Shape | None,
-                loop_shapes: dict[Instruction, Shape]) -> bool:
-        prop = Propagation(comp, self.reduction_threshold)
+                loop_shapes: dict[Instruction, Shape], free_params: bool = False,
+                fixed_state: bool = False) -> bool:
+        prop = Propagation(comp, self.reduction_threshold, free_params)
         # 1. mandatory constraints
         for p, shape in zip(comp.parameters, params):
             if p is not None and shape is not None and shape.is_array and shape.layout is not None:
                 prop.set_buffer_layout(shape.layout, p)
+            elif fixed_state and p is not None and shape is not None and shape.is_tuple:
+                # XLA's second round: the loop state layouts the first round
+                # settled on are mandatory and reach the body's uses of them
+                for i, part in enumerate(shape.tuple_shapes):
+                    if part.is_array and part.layout is not None and part.rank > 1:
+                        prop.set_element_layout(part.layout, p, i)
         for instr in prop.order:
             self._callee_constraints(prop, instr)
             if instr in loop_shapes:

@@ -157,8 +157,14 @@ class Propagation:
     is the GPU backend's minimum reduction size for making reductions row
     reductions (PropagateReductionLayoutToOperand); None disables it."""
 
-    def __init__(self, comp: Computation, reduction_threshold: int | None = 32):
+    def __init__(self, comp: Computation, reduction_threshold: int | None = 32,
+                 free_params: bool = False):
         self.comp = comp
+        #: the computation's tuple parameters are unconstrained (XLA's first
+        #: round for a non-entry computation, whose ComputationLayout is
+        #: null): a layout asked of a get-tuple-element of one becomes the
+        #: layout of that parameter element
+        self.free_params = free_params
         self.order = comp.post_order()
         self.reduction_threshold = reduction_threshold
         self.buffers: dict[Instruction, Constraint] = {}
@@ -167,8 +173,17 @@ class Propagation:
         #: that define them (a cuDNN call's result element 0)
         self.elements: dict[tuple[Instruction, int], Constraint] = {}
         self.added: list[Constraint] = []
-        self.unconstrained: dict[Instruction, None] = {
-            i: None for i in self.order if self.defines_buffer(i)}
+        self.unconstrained: dict = {}
+        for i in self.order:
+            if self.defines_buffer(i):
+                self.unconstrained[i] = None
+            elif free_params and i.opcode == "parameter" and i.shape.is_tuple:
+                # the parameter's element buffers, in index order (XLA's
+                # LogicalBuffer ids: the parameter defines them where the
+                # post order reaches it)
+                for k, part in enumerate(i.shape.tuple_shapes):
+                    if part.is_array:
+                        self.unconstrained[(i, k)] = None
 
     # -- buffers --------------------------------------------------------------------
     @staticmethod
@@ -268,6 +283,7 @@ class Propagation:
         leaves buffers inside a tuple alone), only to the users of the
         element."""
         key = (instr, index)
+        self.unconstrained.pop(key, None)
         existing = self.elements.get(key)
         if existing is not None:
             if existing.layout.minor_to_major == layout.minor_to_major or not mandatory:
@@ -355,6 +371,10 @@ class Propagation:
         for src in self.sources(operand):
             if not (src.opcode == "reduce" and src.shape.is_tuple):
                 self.set_buffer_layout(layout, src, mandatory=False, dfs=True)
+        if self.free_params and operand.opcode == "get-tuple-element" \
+                and operand.operands[0].opcode == "parameter" and operand.shape.is_array:
+            self.set_element_layout(layout, operand.operands[0], operand.tuple_index,
+                                    mandatory=False, dfs=True)
         if not operand.shape.is_array:
             return
         if can_change_layout(user) and not user.shape.is_array and user.opcode != "reduce":
@@ -449,6 +469,13 @@ class Propagation:
             while keys[k] not in unconstrained:
                 k += 1
             instr = keys[k]
+            if isinstance(instr, tuple):  # a free parameter's element
+                param, index = instr
+                self.set_element_layout(default_layout(param.shape.tuple_shapes[index].rank),
+                                        param, index, mandatory=False)
+                self.propagate()
+                self.unconstrained.pop(instr, None)
+                continue
             layout = instr.shape.layout if instr.opcode == "constant" and instr.shape.layout \
                 is not None else default_layout(instr.shape.rank)
             self.set_buffer_layout(layout, instr, mandatory=False)
