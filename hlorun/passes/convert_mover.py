@@ -24,13 +24,16 @@ reshape/transpose.  On XLA's own steps (fp8_delayed_scaling_mlp's session-7
 pass dumps, both sites) the output is XLA's
 (tests/passes/test_convert_mover_steps.py).
 
-Not in gpu-cuda yet.  Wired in at XLA's sites (this fixed point in
-"simplification-2", plus "reshape_mover_after_conv_canonicalization" and
-"simplify_after_conv_canonicalization" at the end of conv_canonicalization)
-on main 4c10af2: known 1567 -> 1568/1602 (moe_topk_train 27 -> 29/29 kinds,
-transformer_scan_4l_bf16 147 -> 146), held-out 3010 -> 3009/3176
-(scan_layers_dpa_bf16 132 -> 131), 27/27 and 75/77 unchanged: a trade, so
-left out (branch s7loop-convert-mover-wired).
+In gpu-cuda at XLA's sites: this fixed point in "simplification-2", and
+"reshape_mover_after_conv_canonicalization" (reshape-mover + algsimp) and
+"simplify_after_conv_canonicalization" (this + algsimp) at the end of
+conv_canonicalization.  Session 7 measured it alone as a trade (main
+4c10af2: known +1, held-out -1, branch s7loop-convert-mover-wired); it went
+in with move_copy_to_users and the free-loop-state layout assignment
+(session 8; figures in move_copy_to_users' docstring).  It is what keeps
+attention_dpa's copy of k a bf16 transpose once move_copy_to_users sinks
+copies below converts: reshape-mover turns convert(transpose(k)) into
+transpose(convert(k)), and this pass moves the convert back down.
 
 Remarks: one per move (``applied``).
 
