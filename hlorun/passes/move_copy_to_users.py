@@ -30,20 +30,24 @@ kernels where a whole-tensor transpose + three slices made four), as in
 XLA's dumps.  XLA runs it as HloPassFix right after the ReshapeDecomposer of
 RunLayoutNormalizationPasses.
 
-Registered, not in gpu-cuda yet.  Session 7 measurement (main 20b3e87,
-transpose-of-dot on, this pass wired as XLA has it: ``- pass:
-move_copy_to_users`` with ``fixed_point: true`` after the first
-reshape-decomposer; ``bench/kernel_lists.py``): every transformer's kLoop
-excess goes (12l kLoop 163 -> 127 / 127, 4l 59 -> 47 / 47, f32_algo 33 -> 27
-/ 25, remat 40 -> 28 / 27) and held-out kinds rise 2988 -> 2995 / 3176, but
-known kinds fall 1568 -> 1563 / 1602 (scan_4l -5: its loop state keeps
-Q/K/V untransposed, XLA stacks them transposed; 2l_bf16 -3: the split-K
-reduce XLA keeps in a reduce+transpose multi-output fusion is copied into
-both transposes by hlorun's priority fusion; attention_dpa -1) and held-out
-programs within +-10% fall 73 -> 72 (swin_window_attn_bf16 12 -> 11 / 13:
-XLA splits its layer norm into 4 kernels, hlorun makes 1).  The removed
-``wrapped_slice`` kernels were matching XLA kLoop kernels hlorun misses
-elsewhere, so the gate keeps this pass out of gpu-cuda.
+In gpu-cuda since session 8 (HloPassFix, right after the first
+reshape-decomposer of RunLayoutNormalizationPasses).  Session 7 measured it
+as a trade (known kinds -5, held-out within +-10% -1): the removed
+``wrapped_slice`` kernels had been matching XLA kLoop kernels hlorun missed
+elsewhere.  Two of those misses were unfaithful pieces, fixed with it:
+transformer_scan_4l's loop state kept Q/K/V untransposed because
+layout-assignment pinned a while body's parameter to descending layouts
+(XLA lays the body out with its state free first; now so in hlorun), and
+attention_dpa's copy of k became an f32 transpose because convert-mover was
+not at XLA's sites (now it is).  Measured on main a4aa5a3 with all three
+(``bench/kernel_lists.py``, known and held-out): known 1567 -> 1567/1602,
+27/27; held-out 3407 -> 3420/3619, 86/89 (hmm_forward_scan_f32 36 -> 41/42
+kernels enters +-10%; swin_window_attn_bf16 12 -> 11/13 leaves it: XLA
+splits its layer norm into 4 kernels, hlorun makes one Triton fusion).
+Left: transformer_2l_bf16 111 -> 108 kinds (the split-K reduce XLA keeps
+in a reduce+transpose multi-output fusion is copied into both transposes by
+hlorun's priority fusion, and XLA's convert+reduce kLoop kernels are
+Triton here).
 """
 
 from __future__ import annotations
