@@ -16,6 +16,9 @@ under 1 GFLOP; the H100 run ingested with ``--tag s_`` used seed 7).
 With ``H20_MIX=SEED`` they are a mix of small GEMMs and the 0.2-8 GFLOP range
 (square-ish, LLM projections, batched; session 4's H200 runs used seeds 11 and
 12, session 6's seed 13 with a rep phase of EVERY=1: see the watchdog).
+With ``H20_CASES=FILE`` the cases are read from FILE (the same list in both
+phases), e.g. shapes near the train split's CV misses from
+``bench/autotune_near_cases.py``.
 """
 import json
 import os
@@ -51,6 +54,9 @@ DT = {"bf16": jnp.bfloat16, "f16": jnp.float16, "tf32": jnp.float32, "f32": jnp.
 
 
 def make_cases(seed=20):
+    if os.environ.get("H20_CASES"):   # a case list, e.g. bench/autotune_near_cases.py's
+        with open(os.environ["H20_CASES"]) as fh:
+            return json.load(fh)
     if os.environ.get("H20_SMALL"):
         return make_small_cases(int(os.environ["H20_SMALL"]))
     if os.environ.get("H20_MIX"):
