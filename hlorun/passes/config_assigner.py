@@ -296,6 +296,46 @@ TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction
 ONE_WAVE_PER_SM = 512
 
 
+#: Reduced elements per output, summed over the fusion's reduces, from which
+#: a loop fusion computing reductions elementally stays native (see
+#: :func:`_long_elemental_reductions`)
+MANY_PARTIALS = 12
+#: ... once its outputs fill more than this many waves (SMs x ONE_WAVE_PER_SM)
+MANY_PARTIALS_WAVES = 1.5
+
+
+def _long_elemental_reductions(fusion: Instruction, cores: int) -> str | None:
+    """Why a loop fusion that computes its reductions elementally stays on
+    the native loop emitter although its outputs fill a wave, or None: its
+    reduces read 12 or more elements per output in all and it has more than
+    1.5 waves of outputs.  These are the gradient adds of split-K weight
+    gradients -- three k=4 partial sums added (llama_swiglu's, retnet's,
+    scan_layers' and deberta's three-way adds), k=8 plus k=4 (vit's and
+    perceiver's residual-gradient adds), a single k=16 sum (gumbel_vq's
+    weight updates): the native loop emitter reads the partial sums
+    coalesced along the kept minor dimension, and XLA measured it faster.
+
+    Fitted to XLA's measured choices on the loop-reduction candidates of the
+    dumps' own fusions (432; the one-wave rule alone agrees with 326, with
+    this rule 344): 19 of the 20 fusions with >= 12 partials per output and
+    more than 1.5 waves stayed native; at 98304 outputs (1.45 waves)
+    dot_algorithms' k=16 f32 sums went Triton.  A further rule for f32
+    results of one k >= 8 reduce (gpt_bf16x3_f32_train's and
+    bf16x6_algo_mlp_f32's split-K weight updates, 27 native against 4 Triton
+    in the dumps) agrees with 362 of 432 but loses kinds on
+    transformer_2l_f32_algo_bf16, whose k=8 f32 sums XLA fuses into their
+    layer-norm consumer (multi-output fusion) and hlorun does not; left out."""
+    import math
+    if _outputs(fusion) <= MANY_PARTIALS_WAVES * cores * ONE_WAVE_PER_SM:
+        return None
+    ks = [math.prod(r.operands[0].shape.dimensions[d] for d in r.dimensions)
+          for r in fusion.fused_computation.instructions if _real_reduce(r)]
+    if sum(ks) >= MANY_PARTIALS:
+        return (f"its reduces read {sum(ks)} elements per output (>= {MANY_PARTIALS}) for "
+                f"{_outputs(fusion)} outputs")
+    return None
+
+
 def _transpose_width(fusion: Instruction) -> int:
     """Byte width of the elements the fusion's tiled transpose moves: the
     hero's, or the fusion's output elements when those are narrower (the
@@ -368,6 +408,12 @@ class ConfigAssigner(Pass):
                                 f"({wave} = SMs x {ONE_WAVE_PER_SM})", "missed",
                         rule="native", emitter=emitter)
             return False
+        if emitter == "loop-reduction":
+            why = _long_elemental_reductions(fusion, cores)
+            if why is not None:
+                self.remark(fusion, f"{fusion.name} stays on the native loop emitter: {why}",
+                            "missed", rule="native", emitter=emitter)
+                return False
         if emitter == "transpose" and _hero_elements(fusion) <= ONE_TRANSPOSE_TILE:
             self.remark(fusion, f"{fusion.name} stays on the native transpose emitter: "
                                 f"{_hero_elements(fusion)} elements fit one 32x32 shared-memory "

@@ -242,3 +242,22 @@ def test_flags_without_fusion_autotuning_keep_fusions_native(flags, off):
 ])
 def test_transpose_width_is_the_narrower_of_hero_and_output(dump, name, triton):
     _assign_reduction(dump, name, "transpose", triton)
+
+
+@pytest.mark.parametrize("dump,name,triton", [
+    # three k=4 split-K partial sums added per output, 262144 outputs (XLA: native)
+    ("xla-dumps-holdout/llama_swiglu_2l_bf16", "loop_add_fusion.3", False),
+    # a k=16 split-K weight update, 131072 outputs (XLA: native)
+    ("xla-dumps-holdout/gumbel_vq_train_bf16", "loop_subtract_fusion.1", False),
+    # k=8 plus k=4 partials of vit's residual gradient (XLA: native)
+    ("xla-dumps-holdout/vit_infer_bf16", "loop_add_fusion", False),
+    # two k=4 sums added, 131072 outputs: fewer than 12 partials (XLA: __triton)
+    ("xla-dumps-holdout/flow_matching_mlp_bf16", "loop_add_fusion.1", True),
+    # k=16 f32 sums of 98304 outputs, under 1.5 waves (XLA: __triton)
+    ("xla-dumps/dot_algorithms", "loop_reduce_fusion.1", True),
+])
+def test_many_partial_sums_stay_native(dump, name, triton):
+    """Loop fusions summing split-K partial results elementally: with 12 or
+    more partials per output (over all their reduces) and more than 1.5
+    waves of outputs the native loop emitter is kept."""
+    _assign_reduction(dump, name, "loop-reduction", triton, kind="kLoop")
