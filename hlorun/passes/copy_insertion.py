@@ -36,9 +36,14 @@ Buffers, not instructions, are what interfere: the readers of a
 get-tuple-element's value are the readers of every get-tuple-element of the
 same producer and index.
 
-Not modelled (stated): copies inside loop bodies (a body parameter element
-still read after the body wrote its new value), conditional branches, and the
-general liveness analysis.  Every copy is a remark naming the rule.
+* **loop bodies** (AddCopiesForWhile's parameter and root copies, after
+  XLA's loop-schedule-linearizer ordered the readers): ``copy`` of an old
+  element a reader needs after the new value exists, or of a new value that
+  reads the old one and cannot share its buffer (XLA:GPU's
+  FusionCanShareBufferHint, ``buffer_sharing.py``).
+
+Not modelled (stated): elements that change places in a loop body,
+conditional branches, and the general liveness analysis.  Every copy is a remark naming the rule.
 
 Postcondition: loop state, donated outputs and root outputs have buffers of
 their own where the rules above require.
@@ -51,6 +56,7 @@ from dataclasses import dataclass
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape
 from .base import Pass
+from .buffer_sharing import can_share
 from .priority_fusion.analysis import fusible_computations
 
 
@@ -198,6 +204,7 @@ class CopyInsertion(Pass):
 
     def run(self, module: Module) -> bool:
         changed = False
+        object.__setattr__(self, "_bodies_done", set())
         entry = module.entry
         donated = _donated(module)
         for comp in fusible_computations(module):
@@ -219,6 +226,9 @@ class CopyInsertion(Pass):
         seen: set[Instruction] = set()
         ops = list(init.operands)
         changed = False
+        if id(body) not in self._bodies_done:
+            self._bodies_done.add(id(body))
+            changed |= self._body(body)
         for i, e in enumerate(ops):
             why = None
             if i in updated:
@@ -241,6 +251,79 @@ class CopyInsertion(Pass):
                            f"loop body updates it", "applied", rule="while", derived_from=[e.name])
             changed = True
         return changed
+
+    def _body(self, body: Computation) -> bool:
+        """The copies that stay inside a loop body (AddCopiesForWhile's copies
+        of the body parameter and root; XLA's loop-schedule-linearizer first
+        orders each element's readers before the instruction that writes the
+        element's next value wherever the data flow allows).  For an element
+        the body updates, with old value p (the parameter's element) and new
+        value v (the root's element):
+
+        * a reader of p that depends on v runs after v is written: the old
+          value needs a buffer of its own -> ``copy(p)``, read by all of p's
+          readers (the parameter-side copy);
+        * otherwise, v itself reads p and cannot write over it (not an
+          elementwise loop fusion, not an in-place update of p) -> ``copy(v)``
+          at the root (the root-side copy)."""
+        param = body.parameters[0] if body.parameters else None
+        root = body.root
+        if param is None or root is None or root.opcode != "tuple":
+            return False
+        gtes: dict[int, list[Instruction]] = {}
+        for g in param.users:
+            if g.opcode == "get-tuple-element":
+                gtes.setdefault(g.tuple_index, []).append(g)
+        if any(g in root.operands and root.operands.index(g) != g.tuple_index
+               for gs in gtes.values() for g in gs):
+            return False  # elements that change places: not modelled
+        changed = False
+        for i, v in enumerate(list(root.operands)):
+            gs = gtes.get(i)
+            base = v
+            while base.opcode == "bitcast":
+                base = base.operands[0]
+            if not gs or (base.opcode == "get-tuple-element" and base.operands[0] is param):
+                continue
+            readers = [u for u in _readers(gs[0]) if u is not root]
+            late = [u for u in readers if u is not base and base in _ancestors(u)]
+            if late:
+                c = _copy(body, gs[0])
+                for g in gs:
+                    for u in list(g.users):
+                        if u is not c and u is not root:
+                            u.replace_operand_with(g, c)
+                self.remark(c, f"{c.name} copies element {i} of {body.name}'s parameter: "
+                               f"{late[0].name} reads the old value after {base.name} computes "
+                               f"the new one", "applied", rule="while-body", derived_from=[gs[0].name])
+                changed = True
+                continue
+            if base in readers and not self._updates_in_place(base, gs):
+                c = _copy(body, v)
+                root.set_operand(i, c)
+                self.remark(c, f"{c.name} copies {v.name}, element {i} of {body.name}'s root: it "
+                               f"reads the element's old value and cannot write over it",
+                            "applied", rule="while-body", derived_from=[v.name])
+                changed = True
+        return changed
+
+    @staticmethod
+    def _updates_in_place(v: Instruction, old: list[Instruction]) -> bool:
+        """Can ``v`` compute its value in the buffer of ``old`` (the
+        get-tuple-elements of one parameter element) that it reads."""
+        i = _in_place_operand(v) if v.opcode in ("fusion", "dynamic-update-slice",
+                                                 "scatter") else None
+        if i is not None:
+            x = v.operands[i]
+            while x.opcode == "bitcast":
+                x = x.operands[0]
+            if x in old and sum(1 for o in v.operands if o in old) == 1:
+                return True
+        read = [g for g in old if g in v.operands]
+        out = [can_share(v, g) for g in read]
+        if all(o is not None for o in out):
+            return all(out)
+        return all(_elementwise_in_place(v, g) for g in read)
 
     @staticmethod
     def _late_readers(value: Instruction, init: Instruction, w: Instruction) -> list[Instruction]:

@@ -186,3 +186,107 @@ def test_moe_sort_dispatch_keeps_xlas_copy():
     (user,) = c.users
     assert user.opcode == "fusion" and \
         any(i.opcode == "scatter" for i in user.fused_computation.instructions)
+
+
+# A scan body of ctc_loss_scan_f32's pattern: element 1 (alpha) is rewritten
+# each step by a loop fusion that reads alpha shifted (slice + pad, not
+# elementwise), element 2 by an elementwise update, element 3 stays.
+_BODY = """HloModule scan_body_fragment
+
+%fused_shift (a: f32[16,25]) -> f32[16,25] {
+  %a = f32[16,25]{1,0} parameter(0)
+  %sl = f32[16,24]{1,0} slice(%a), slice={[0:16], [0:24]}
+  %lo = f32[] constant(-1e+30)
+  %pd = f32[16,25]{1,0} pad(%sl, %lo), padding=0_0x1_0
+  ROOT %mx = f32[16,25]{1,0} maximum(%a, %pd)
+}
+
+%fused_max (b: f32[16,25], c: f32[16,25]) -> f32[16,25] {
+  %b = f32[16,25]{1,0} parameter(0)
+  %c = f32[16,25]{1,0} parameter(1)
+  ROOT %m = f32[16,25]{1,0} maximum(%b, %c)
+}
+
+%fused_sub (d: f32[16,25], e: f32[16,25]) -> f32[16,25] {
+  %d = f32[16,25]{1,0} parameter(0)
+  %e = f32[16,25]{1,0} parameter(1)
+  ROOT %s = f32[16,25]{1,0} subtract(%d, %e)
+}
+
+%fused_inc (i: s32[]) -> s32[] {
+  %i = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %n = s32[] add(%i, %one)
+}
+
+%body (p: (s32[], f32[16,25], f32[16,25], f32[16,25])) -> (s32[], f32[16,25], f32[16,25], f32[16,25]) {
+  %p = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) parameter(0)
+  %p0 = s32[] get-tuple-element(%p), index=0
+  %p1 = f32[16,25]{1,0} get-tuple-element(%p), index=1
+  %p2 = f32[16,25]{1,0} get-tuple-element(%p), index=2
+  %p3 = f32[16,25]{1,0} get-tuple-element(%p), index=3
+  %inc = s32[] fusion(%p0), kind=kLoop, calls=%fused_inc
+  %alpha = f32[16,25]{1,0} fusion(%p1), kind=kLoop, calls=%fused_shift
+  %beta = f32[16,25]{1,0} fusion(%p2, %p3), kind=kLoop, calls=%fused_max
+  ROOT %t = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) tuple(%inc, %alpha, %beta, %p3)
+}
+
+%cond (q: (s32[], f32[16,25], f32[16,25], f32[16,25])) -> pred[] {
+  %q = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) parameter(0)
+  %qi = s32[] get-tuple-element(%q), index=0
+  %nn = s32[] constant(63)
+  ROOT %lt = pred[] compare(%qi, %nn), direction=LT
+}
+
+ENTRY %main (a0: f32[16,25], b0: f32[16,25], c0: f32[16,25]) -> f32[16,25] {
+  %a0 = f32[16,25]{1,0} parameter(0)
+  %b0 = f32[16,25]{1,0} parameter(1)
+  %c0 = f32[16,25]{1,0} parameter(2)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) tuple(%zero, %a0, %b0, %c0)
+  %w = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[16,25]{1,0} get-tuple-element(%w), index=1
+}
+"""
+
+
+def _body_copies(m):
+    body = next(c for c in m.computations if c.name == "body")
+    return body, [i for i in body.instructions if i.opcode == "copy"]
+
+
+def test_body_copies_a_new_value_that_reads_its_old_value_shifted():
+    """ctc_loss_scan_f32's copy.34: the shifted read cannot share the buffer;
+    the elementwise update of element 2 and the counter can."""
+    m = parse_module(_BODY)
+    CopyInsertion().run(m)
+    body, copies = _body_copies(m)
+    assert [c.operands[0].name for c in copies] == ["alpha"]
+    assert body.root.operands[1] is copies[0]
+
+
+def test_body_copies_an_old_value_read_after_the_new_one():
+    """chunked_vocab_xent_bf16's copy.27: a reader of the old element 2 needs
+    the new one first, so the old value gets a buffer of its own, read by all
+    of the element's readers."""
+    text = _BODY.replace(
+        "  ROOT %t = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) tuple(%inc, %alpha, %beta, %p3)",
+        "  %late = f32[16,25]{1,0} fusion(%p2, %beta), kind=kLoop, calls=%fused_sub\n"
+        "  ROOT %t = (s32[], f32[16,25]{1,0}, f32[16,25]{1,0}, f32[16,25]{1,0}) tuple(%inc, %alpha, %beta, %late)")
+    m = parse_module(text)
+    CopyInsertion().run(m)
+    body, copies = _body_copies(m)
+    old = [c for c in copies if c.operands[0].name == "p2"]
+    assert len(old) == 1
+    assert body.get_instruction("beta").operands[0] is old[0]
+    assert body.get_instruction("late").operands[0] is old[0]
+
+
+def test_gpu_fusion_buffer_sharing_hint():
+    from hlorun.passes.buffer_sharing import fusion_can_share
+    m = parse_module(_BODY)
+    body = next(c for c in m.computations if c.name == "body")
+    assert not fusion_can_share(body.get_instruction("alpha"), 0)
+    assert fusion_can_share(body.get_instruction("beta"), 0)
+    assert fusion_can_share(body.get_instruction("beta"), 1)
+    assert fusion_can_share(body.get_instruction("inc"), 0)
