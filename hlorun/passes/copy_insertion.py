@@ -285,6 +285,10 @@ class CopyInsertion(Pass):
                 base = base.operands[0]
             if not gs or (base.opcode == "get-tuple-element" and base.operands[0] is param):
                 continue
+            out_index = None
+            if base.opcode == "get-tuple-element" and base.operands[0].opcode == "fusion":
+                out_index = base.tuple_index  # an output of a multi-output fusion
+                base = base.operands[0]
             readers = [u for u in _readers(gs[0]) if u is not root]
             late = [u for u in readers if u is not base and base in _ancestors(u)]
             if late:
@@ -298,7 +302,7 @@ class CopyInsertion(Pass):
                                f"the new one", "applied", rule="while-body", derived_from=[gs[0].name])
                 changed = True
                 continue
-            if base in readers and not self._updates_in_place(base, gs):
+            if base in readers and not self._updates_in_place(base, gs, out_index):
                 c = _copy(body, v)
                 root.set_operand(i, c)
                 self.remark(c, f"{c.name} copies {v.name}, element {i} of {body.name}'s root: it "
@@ -308,11 +312,12 @@ class CopyInsertion(Pass):
         return changed
 
     @staticmethod
-    def _updates_in_place(v: Instruction, old: list[Instruction]) -> bool:
+    def _updates_in_place(v: Instruction, old: list[Instruction],
+                          out_index: int | None = None) -> bool:
         """Can ``v`` compute its value in the buffer of ``old`` (the
         get-tuple-elements of one parameter element) that it reads."""
         i = _in_place_operand(v) if v.opcode in ("fusion", "dynamic-update-slice",
-                                                 "scatter") else None
+                                                 "scatter") and out_index is None else None
         if i is not None:
             x = v.operands[i]
             while x.opcode == "bitcast":
@@ -320,7 +325,7 @@ class CopyInsertion(Pass):
             if x in old and sum(1 for o in v.operands if o in old) == 1:
                 return True
         read = [g for g in old if g in v.operands]
-        out = [can_share(v, g) for g in read]
+        out = [can_share(v, g, out_index) for g in read]
         if all(o is not None for o in out):
             return all(out)
         return all(_elementwise_in_place(v, g) for g in read)

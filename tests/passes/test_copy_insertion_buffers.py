@@ -290,3 +290,32 @@ def test_gpu_fusion_buffer_sharing_hint():
     assert fusion_can_share(body.get_instruction("beta"), 0)
     assert fusion_can_share(body.get_instruction("beta"), 1)
     assert fusion_can_share(body.get_instruction("inc"), 0)
+
+
+def test_body_new_value_from_a_multi_output_fusion():
+    """chunked_vocab_xent_bf16's copy.58: element 2's new value is one output
+    of a multi-output fusion whose other output a reader of the old element 2
+    needs; that reader runs after the fusion, so the old value is copied."""
+    text = _BODY.replace(
+        "%fused_inc (i: s32[]) -> s32[] {",
+        "%fused_two (g: f32[16,25], h: f32[16,25]) -> (f32[16,25], f32[16,25]) {\n"
+        "  %g = f32[16,25]{1,0} parameter(0)\n"
+        "  %h = f32[16,25]{1,0} parameter(1)\n"
+        "  %x = f32[16,25]{1,0} maximum(%g, %h)\n"
+        "  %y = f32[16,25]{1,0} subtract(%g, %h)\n"
+        "  ROOT %gy = (f32[16,25]{1,0}, f32[16,25]{1,0}) tuple(%x, %y)\n"
+        "}\n\n"
+        "%fused_inc (i: s32[]) -> s32[] {"
+    ).replace(
+        "  %beta = f32[16,25]{1,0} fusion(%p2, %p3), kind=kLoop, calls=%fused_max\n",
+        "  %two = (f32[16,25]{1,0}, f32[16,25]{1,0}) fusion(%p2, %p3), kind=kLoop, calls=%fused_two\n"
+        "  %beta = f32[16,25]{1,0} get-tuple-element(%two), index=0\n"
+        "  %other = f32[16,25]{1,0} get-tuple-element(%two), index=1\n"
+        "  %late = f32[16,25]{1,0} fusion(%p2, %other), kind=kLoop, calls=%fused_sub\n"
+    ).replace("tuple(%inc, %alpha, %beta, %p3)", "tuple(%inc, %alpha, %beta, %late)")
+    m = parse_module(text)
+    CopyInsertion().run(m)
+    body, copies = _body_copies(m)
+    old = [c for c in copies if c.operands[0].name == "p2"]
+    assert len(old) == 1
+    assert body.get_instruction("late").operands[0] is old[0]
