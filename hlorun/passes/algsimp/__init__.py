@@ -38,7 +38,10 @@ does is not implemented and left unchanged):
 * bitcast (HandleBitcast): bitcast(bitcast(x)) -> one bitcast of x; a bitcast
   to its operand's own shape and layout (same element type) removed, so
   layout normalization's bitcast round trips vanish and the transposes
-  around them merge;
+  around them merge; a bitcast that is a transpose of a broadcast whose
+  dimensions stay ordered becomes that broadcast in the bitcast's shape
+  and layout (SimplifyTransposeOfBroadcast; a scalar broadcast then keeps a
+  loop state's non-descending layout, as XLA's dumps show);
 * divide: see :mod:`.select_divide` (A / 1 -> A; A / C -> A * (1 / C)
   behind ``divide_by_constant_to_multiply``);
 * add / multiply: see :mod:`.add` (A + 0 -> A; A * 1 -> A; A + scatter-add(B) ->

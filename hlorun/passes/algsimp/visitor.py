@@ -14,7 +14,7 @@ from ...ir.build import permute_dimensions
 from ...ir.literal import Literal
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
-from ...ir.shape import (Shape, bit_width, inverse_permutation, merely_inserts_or_deletes_unit_dims,
+from ...ir.shape import (Shape, bit_width, deduce_transpose_dimensions_for_bitcast, inverse_permutation, merely_inserts_or_deletes_unit_dims,
                          reshape_is_bitcast, transpose_is_bitcast)
 from ..dfs_rewrite import DfsRewriteVisitor, add_instruction
 from . import add as add_rules
@@ -117,6 +117,31 @@ class AlgsimpVisitor(DfsRewriteVisitor):
             return
         if same_shape(bitcast.shape, op.shape, True):
             self.replace_with_operand(bitcast, op)
+            return
+        # a bitcast that is a transpose of a broadcast: the transpose moves
+        # into the broadcast (XLA's SimplifyTransposeOfBroadcast with
+        # DeduceTransposeDimensionsForBitcast); a scalar broadcast takes the
+        # bitcast's shape and layout
+        if op.opcode == "broadcast" and bitcast.shape.layout is not None \
+                and op.shape.layout is not None:
+            perm = deduce_transpose_dimensions_for_bitcast(op.shape, bitcast.shape)
+            if perm is not None:
+                self._transpose_of_broadcast(bitcast, list(perm))
+
+    def _transpose_of_broadcast(self, t: Instruction, perm: list[int]) -> bool:
+        """``SimplifyTransposeOfBroadcast``: transpose(broadcast(x)) (or a
+        bitcast that is one) -> broadcast(x) to ``t``'s shape when the
+        broadcast dimensions stay in increasing order."""
+        op = t.operands[0]
+        if op.opcode != "broadcast" or list(op.dimensions) != sorted(op.dimensions):
+            return False
+        inv = inverse_permutation(perm)
+        new_dims = [inv[d] for d in op.dimensions]
+        if new_dims != sorted(new_dims):
+            return False
+        self.replace_with_new(t, self.new("broadcast", t.shape, [op.operands[0]],
+                                          dimensions=format_int_list(new_dims)))
+        return True
 
     # -- reshape -----------------------------------------------------------------------
     def handle_reshape(self, reshape: Instruction) -> None:
@@ -256,13 +281,8 @@ class AlgsimpVisitor(DfsRewriteVisitor):
             return
         if dot_rules.transpose_of_dot(self, t):
             return
-        if op.opcode == "broadcast" and list(op.dimensions) == sorted(op.dimensions):
-            inv = inverse_permutation(perm)
-            new_dims = [inv[d] for d in op.dimensions]
-            if new_dims == sorted(new_dims):
-                self.replace_with_new(t, self.new("broadcast", t.shape, [op.operands[0]],
-                                                  dimensions=format_int_list(new_dims)))
-                return
+        if self._transpose_of_broadcast(t, perm):
+            return
         if self.layout_sensitive and t.shape.layout is not None and op.shape.layout is not None \
                 and transpose_is_bitcast(op.shape, t.shape, perm):
             self.replace_with_new(t, self.new("bitcast", t.shape, [op]))
