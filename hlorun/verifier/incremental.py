@@ -62,7 +62,7 @@ from ..ir.module import Computation, Instruction, Module
 from . import module_rules
 from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, RENAMED, _State, _comp_info,
                                 _fields_changed, _is_asyncish, _light, _names, _renamed,
-                                _set_watch, _unwatch)
+                                _set_watch, _unwatch, _update_name_sets)
 from .fast_path import instruction_findings
 from .module import (Finding, _computation, _has_buffer, _instruction, buffer_rules,
                      call_list, context_from, deadlock_rules, reads_users)
@@ -77,7 +77,7 @@ def _full(module: Module, opts: Any, gen: int) -> _State:
         f = list(_computation(comp, ctx))
         if f:
             st.comp_f[comp] = f
-        dups = _names(comp)
+        dups = _names(comp, st.names)
         if dups:
             st.dup_f[comp] = dups
         memo = st.memo
@@ -287,6 +287,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         st.comp_info.pop(c, None)
         st.comp_f.pop(c, None)
         st.dup_f.pop(c, None)
+        st.names.pop(c, None)
     if recall:
         comps = set(old_ctx.callers) | set(ctx.callers) | old_ctx.fusion_computations \
             | ctx.fusion_computations | old_ctx.async_computations | ctx.async_computations
@@ -395,12 +396,17 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             st.comp_f[c] = f
         else:
             st.comp_f.pop(c, None)
+    name_sets = st.names
+    if name_sets:
+        _update_name_sets(name_sets, ch, tracker.where, old_rows)
     for c in touched | whole:
         if c.module is not module or c not in st.comp_info:
             continue
         if c not in named and c not in whole and c not in st.dup_f:
             continue  # names only left: no new duplicate
-        dups = _names(c)
+        if c in name_sets:
+            continue  # its names are still unique (its set saw every change)
+        dups = _names(c, name_sets)
         if dups:
             st.dup_f[c] = dups
         else:

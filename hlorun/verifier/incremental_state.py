@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from operator import attrgetter
 
-from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_CPRED, ROW_LITERAL, ROW_NAME,
+from ..ir.changes import (Changes, ROW_ATTRS, ROW_CONTAINER, ROW_CPRED, ROW_LITERAL, ROW_NAME,
                           ROW_OPCODE, ROW_OPERANDS, ROW_PARAMETER_NUMBER, ROW_PARENT, ROW_SHAPE)
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import split_async_sugar
@@ -91,6 +91,9 @@ class _State:
         self.watch: dict[Instruction, set[Instruction]] = {}
         self.watching: dict[Instruction, tuple] = {}
         self.has_buffer = False
+        #: computation -> its instructions' names, for the big computations
+        #: whose names are unique (:data:`NAME_SET_MIN`)
+        self.names: dict[Computation, set[str]] = {}
         #: rule results by content (:func:`hlorun.verifier.module._memo_key`)
         self.memo: dict = {}
         self.buffers_f: list[Finding] = []
@@ -133,10 +136,27 @@ def _unwatch(st: _State, y: Instruction) -> None:
 _NAME = attrgetter("name")
 
 
-def _names(comp: Computation) -> dict[Instruction, Finding]:
+#: Computations with at least this many instructions keep the set of their
+#: names in the state (``_State.names``) while their names are unique, so
+#: that a change checks only the names it adds instead of them all.
+NAME_SET_MIN = 2048
+
+
+def _names(comp: Computation, sets: dict[Computation, set[str]] | None = None
+           ) -> dict[Instruction, Finding]:
+    """The duplicate-name findings of ``comp``; with ``sets``, also keeps
+    (or drops) ``comp``'s name set there (:data:`NAME_SET_MIN`)."""
     names_ = list(map(_NAME, comp._instructions))
-    if len(set(names_)) == len(names_):  # the usual case, checked in C
+    got = set(names_)
+    if len(got) == len(names_):  # the usual case, checked in C
+        if sets is not None:
+            if len(names_) >= NAME_SET_MIN:
+                sets[comp] = got
+            else:
+                sets.pop(comp, None)
         return {}
+    if sets is not None:
+        sets.pop(comp, None)
     out: dict[Instruction, Finding] = {}
     names: set[str] = set()
     for instr in comp._instructions:
@@ -145,6 +165,44 @@ def _names(comp: Computation) -> dict[Instruction, Finding]:
                                         f"{comp.name}: {instr.name}"))
         names.add(instr.name)
     return out
+
+
+def _update_name_sets(sets: dict[Computation, set[str]], ch: Changes, where: dict,
+                      old_rows: dict) -> None:
+    """Bring the name sets of computations whose names were unique up to
+    date with ``ch``: the names that left (removed, renamed or moved
+    instructions' old names) first, then those that came; a computation
+    where a name comes that is already there has a duplicate now, and
+    loses its set (its names are checked in full)."""
+    came: list[tuple[Computation, str]] = []
+    for i in ch.removed:
+        r = old_rows[i]
+        s = sets.get(r[ROW_CONTAINER])
+        if s is not None:
+            s.discard(r[ROW_NAME])
+    rget = old_rows.get
+    wget = where.get
+    for i in ch.instructions:
+        r = rget(i)
+        c = wget(i)
+        if r is None:
+            if c in sets:
+                came.append((c, i.name))
+            continue
+        c0 = r[ROW_CONTAINER]
+        if c0 is not c or r[ROW_NAME] != i.name:
+            s = sets.get(c0)
+            if s is not None:
+                s.discard(r[ROW_NAME])
+            if c in sets:
+                came.append((c, i.name))
+    for c, n in came:
+        s = sets.get(c)
+        if s is not None:
+            if n in s:
+                del sets[c]
+            else:
+                s.add(n)
 
 
 def _renamed(st: _State, c: Computation, redo: set[Instruction]) -> None:

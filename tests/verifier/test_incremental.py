@@ -455,3 +455,37 @@ def test_light_changes_rerun_no_rule(monkeypatch):
     tracker.scan(m)
     got = _key(v.check_changes(m, tracker))
     assert got == _key(v.check(m)) and any(fusions[1].name in k[3] for k in got)
+
+
+def test_name_sets_follow_random_edits(monkeypatch):
+    """Every computation keeps its set of names (the threshold lowered to
+    0; normally only big ones do) and duplicate names come, go and move
+    between computations by random renames, additions, removals and moves,
+    the old rows of instructions changed over several scans merged into
+    one change (the verifier asked every third scan): findings equal a
+    full run's."""
+    import hlorun.verifier.incremental_state as state
+    monkeypatch.setattr(state, "NAME_SET_MIN", 0)
+    opts = HloVerifier()
+    edits = [f for f, w in EDITS + [(_rename, 12), (_move, 6), (_add, 4), (_remove, 4)]
+             for _ in range(w)]
+    used = dups = 0
+    for parts in MODULES:
+        text = read_text(str(shared_path(*parts)))
+        for seed in range(3):
+            rng = random.Random(seed)
+            m = parse_module(text.split("// -----")[0], parts[-1])
+            tracker = ModuleTracker()
+            tracker.scan(m)
+            opts.check_changes(m, tracker)
+            for step in range(60):
+                rng.choice(edits)(rng, m)
+                tracker.scan(m)
+                if step % 3:
+                    continue
+                inc = _key(opts.check_changes(m, tracker))
+                assert inc == _key(opts.check(m)), f"{parts[-1]} seed {seed} step {step}"
+                dups += sum("not unique" in k[3] for k in inc)
+                st = next(v for k, v in tracker.cache.items() if k[0] == "hlo-verifier")
+                used += len(st.names)
+    assert used > 0 and dups > 0
