@@ -42,8 +42,14 @@ same producer and index.
   reads the old one and cannot share its buffer (XLA:GPU's
   FusionCanShareBufferHint, ``buffer_sharing.py``).
 
-Not modelled (stated): elements that change places in a loop body,
-conditional branches, and the general liveness analysis.  Every copy is a remark naming the rule.
+* **conditional branches** (AddCopiesForConditional, kept by
+  RemoveUnnecessaryCopies): a branch root element that is an element of the
+  branch's parameter, whose operand value is a constant, a non-donated entry
+  parameter or read by another instruction that need not run first, is
+  copied (``conditional_copies.py``).
+
+Not modelled (stated): elements that change places in a loop body, and the
+general liveness analysis.  Every copy is a remark naming the rule.
 
 Postcondition: loop state, donated outputs and root outputs have buffers of
 their own where the rules above require.
@@ -56,14 +62,10 @@ from dataclasses import dataclass
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape
 from .base import Pass
-from .buffer_sharing import can_share
+from .conditional_copies import copy_passed_through
+from .copy_liveness import (_ancestors, _copy, _elementwise_in_place, _in_place_operand,  # noqa: F401
+                            _readers, _writes_in_place, body_copies)
 from .priority_fusion.analysis import fusible_computations
-
-
-def _copy(comp: Computation, value: Instruction) -> Instruction:
-    c = Instruction("copy", value.shape, [value])
-    comp.add_instruction(c, "copy")
-    return c
 
 
 def _updated_elements(body: Computation) -> set[int]:
@@ -85,117 +87,6 @@ def _donated(module: Module) -> set[int]:
     return {p for _, p, _, _ in module.input_output_alias}
 
 
-def _readers(value: Instruction) -> list[Instruction]:
-    """The instructions that read ``value``'s buffer (through bitcasts).  The
-    buffer of a get-tuple-element is the tuple producer's element: every
-    get-tuple-element of the same producer and index reads it (XLA's
-    dataflow analysis has one HloValue per element, however many
-    get-tuple-elements name it)."""
-    starts = [value]
-    if value.opcode == "get-tuple-element":
-        src = value.operands[0]
-        starts = [g for g in src.users
-                  if g.opcode == "get-tuple-element" and g.tuple_index == value.tuple_index]
-    out, stack = [], [u for g in starts for u in g.users]
-    while stack:
-        u = stack.pop()
-        if u.opcode == "bitcast":
-            stack.extend(u.users)
-        elif u not in out:
-            out.append(u)
-    return out
-
-
-def _ancestors(instr: Instruction) -> set[Instruction]:
-    """Everything ``instr`` depends on (operands and control predecessors,
-    transitively): these run before it in any schedule."""
-    seen: set[Instruction] = set()
-    stack = list(instr.operands) + list(instr.control_predecessors)
-    while stack:
-        x = stack.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        stack.extend(x.operands)
-        stack.extend(x.control_predecessors)
-    return seen
-
-
-def _elementwise_in_place(user: Instruction, param: Instruction) -> bool:
-    """Can ``user`` write its output over ``param`` (HloDataflowAnalysis::
-    CanShareOperandBufferWithUser, for the loop-fusion case): a loop fusion
-    whose only reads of ``param`` are elementwise, same shape."""
-    if user.opcode != "fusion":
-        return user.shape.is_array and user.shape.dimensions == param.shape.dimensions and \
-            user.opcode not in ("gather", "transpose", "reverse", "slice", "concatenate", "pad")
-    if user.fusion_kind != "kLoop":
-        return False
-    body = user.fused_computation
-    for i, op in enumerate(user.operands):
-        if op is not param:
-            continue
-        p = body.parameters[i]
-        stack, seen = list(p.users), set()
-        while stack:
-            x = stack.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if x.opcode in ("tuple",):
-                continue
-            if x.opcode not in ("bitcast",) and not (
-                    x.shape.is_array and tuple(x.shape.dimensions) == tuple(param.shape.dimensions)
-                    and x.opcode not in ("gather", "transpose", "reverse", "slice", "concatenate",
-                                         "pad", "reduce", "dynamic-slice", "broadcast")):
-                return False
-            stack.extend(x.users)
-    return True
-
-
-def _in_place_operand(fusion: Instruction) -> int | None:
-    """The operand a fusion updates in place: its root is a
-    dynamic-update-slice or a single-output scatter whose updated array is a
-    fusion parameter (through bitcasts).  An unfused dynamic-update-slice or
-    single-operand scatter updates its operand 0 (HloDataflowAnalysis::
-    GetInPlaceInputOutputPairs)."""
-    if fusion.opcode in ("dynamic-update-slice", "scatter") and fusion.shape.is_array:
-        return 0
-    body = fusion.fused_computation
-    if body is None:
-        return None
-    root = body.root
-    while root.opcode == "bitcast":
-        root = root.operands[0]
-    if root.opcode not in ("dynamic-update-slice", "scatter") or not root.shape.is_array:
-        return None
-    x = root.operands[0]
-    while x.opcode == "bitcast":
-        x = x.operands[0]
-    if x.opcode != "parameter" or x.parameter_number is None:
-        return None
-    return x.parameter_number
-
-
-def _writes_in_place(value: Instruction, param: Instruction) -> bool:
-    """Is ``value`` computed in ``param``'s buffer by in-place updates: the
-    chain of in-place input/output pairs (a scatter or dynamic-update-slice
-    fusion's updated operand, through bitcasts) from ``value`` reaches
-    ``param`` (XLA: the values share one HloBuffer, so the donated output
-    needs no copy when the parameter's other readers run first)."""
-    x, seen = value, set()
-    while x is not param and x not in seen:
-        seen.add(x)
-        if x.opcode == "bitcast":
-            x = x.operands[0]
-            continue
-        i = _in_place_operand(x) if x.opcode in ("fusion", "dynamic-update-slice",
-                                                 "scatter") else None
-        if i is None:
-            return False
-        x = x.operands[i]
-    return x is param
-
-
 @dataclass(frozen=True)
 class CopyInsertion(Pass):
     """Add the copies XLA keeps for while-loop state, donated parameters and the entry root."""
@@ -213,6 +104,8 @@ class CopyInsertion(Pass):
                     changed |= self._while(comp, w, donated, comp is entry)
                 elif w.opcode == "fusion":
                     changed |= self._in_place(comp, w, donated, comp is entry)
+                elif w.opcode == "conditional":
+                    changed |= self._conditional(w, donated, comp is entry)
         if entry is not None:
             changed |= self._root(module, entry, donated)
         return changed
@@ -228,7 +121,7 @@ class CopyInsertion(Pass):
         changed = False
         if id(body) not in self._bodies_done:
             self._bodies_done.add(id(body))
-            changed |= self._body(body)
+            changed |= body_copies(body, self.remark)
         for i, e in enumerate(ops):
             why = None
             if i in updated:
@@ -252,83 +145,30 @@ class CopyInsertion(Pass):
             changed = True
         return changed
 
-    def _body(self, body: Computation) -> bool:
-        """The copies that stay inside a loop body (AddCopiesForWhile's copies
-        of the body parameter and root; XLA's loop-schedule-linearizer first
-        orders each element's readers before the instruction that writes the
-        element's next value wherever the data flow allows).  For an element
-        the body updates, with old value p (the parameter's element) and new
-        value v (the root's element):
-
-        * a reader of p that depends on v runs after v is written: the old
-          value needs a buffer of its own -> ``copy(p)``, read by all of p's
-          readers (the parameter-side copy);
-        * otherwise, v itself reads p and cannot write over it (not an
-          elementwise loop fusion, not an in-place update of p) -> ``copy(v)``
-          at the root (the root-side copy)."""
-        param = body.parameters[0] if body.parameters else None
-        root = body.root
-        if param is None or root is None or root.opcode != "tuple":
-            return False
-        gtes: dict[int, list[Instruction]] = {}
-        for g in param.users:
-            if g.opcode == "get-tuple-element":
-                gtes.setdefault(g.tuple_index, []).append(g)
-        if any(g in root.operands and root.operands.index(g) != g.tuple_index
-               for gs in gtes.values() for g in gs):
-            return False  # elements that change places: not modelled
-        changed = False
-        for i, v in enumerate(list(root.operands)):
-            gs = gtes.get(i)
-            base = v
+    def _conditional(self, cond: Instruction, donated: set[int], in_entry: bool) -> bool:
+        """Branches that return their parameter's elements (conditional_copies.py)."""
+        def must_copy(value: Instruction) -> str | None:
+            base = value
             while base.opcode == "bitcast":
                 base = base.operands[0]
-            if not gs or (base.opcode == "get-tuple-element" and base.operands[0] is param):
-                continue
-            out_index = None
-            if base.opcode == "get-tuple-element" and base.operands[0].opcode == "fusion":
-                out_index = base.tuple_index  # an output of a multi-output fusion
-                base = base.operands[0]
-            readers = [u for u in _readers(gs[0]) if u is not root]
-            late = [u for u in readers if u is not base and base in _ancestors(u)]
-            if late:
-                c = _copy(body, gs[0])
-                for g in gs:
-                    for u in list(g.users):
-                        if u is not c and u is not root:
-                            u.replace_operand_with(g, c)
-                self.remark(c, f"{c.name} copies element {i} of {body.name}'s parameter: "
-                               f"{late[0].name} reads the old value after {base.name} computes "
-                               f"the new one", "applied", rule="while-body", derived_from=[gs[0].name])
-                changed = True
-                continue
-            if base in readers and not self._updates_in_place(base, gs, out_index):
-                c = _copy(body, v)
-                root.set_operand(i, c)
-                self.remark(c, f"{c.name} copies {v.name}, element {i} of {body.name}'s root: it "
-                               f"reads the element's old value and cannot write over it",
-                            "applied", rule="while-body", derived_from=[v.name])
-                changed = True
-        return changed
+            if base.opcode == "constant":
+                return "is a constant (read-only)"
+            if base.opcode == "parameter" and in_entry and base.parameter_number not in donated:
+                return "is an entry parameter that is not donated"
+            operand_tuples = {o for o in cond.operands[1:] if o.opcode == "tuple"}
+            readers = [u for u in _readers(base) if u not in operand_tuples and u is not cond]
+            if readers:
+                before = _ancestors(cond)
+                late = [u for u in readers if u not in before]
+                if late:
+                    return f"{late[0].name} also reads and need not run before the conditional"
+            return None
 
-    @staticmethod
-    def _updates_in_place(v: Instruction, old: list[Instruction],
-                          out_index: int | None = None) -> bool:
-        """Can ``v`` compute its value in the buffer of ``old`` (the
-        get-tuple-elements of one parameter element) that it reads."""
-        i = _in_place_operand(v) if v.opcode in ("fusion", "dynamic-update-slice",
-                                                 "scatter") and out_index is None else None
-        if i is not None:
-            x = v.operands[i]
-            while x.opcode == "bitcast":
-                x = x.operands[0]
-            if x in old and sum(1 for o in v.operands if o in old) == 1:
-                return True
-        read = [g for g in old if g in v.operands]
-        out = [can_share(v, g, out_index) for g in read]
-        if all(o is not None for o in out):
-            return all(out)
-        return all(_elementwise_in_place(v, g) for g in read)
+        copies = copy_passed_through(cond, must_copy)
+        for c, why in copies:
+            self.remark(c, f"{c.name}: {why}", "applied", rule="conditional",
+                        derived_from=[c.operands[0].name])
+        return bool(copies)
 
     @staticmethod
     def _late_readers(value: Instruction, init: Instruction, w: Instruction) -> list[Instruction]:

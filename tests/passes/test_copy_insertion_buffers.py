@@ -319,3 +319,56 @@ def test_body_new_value_from_a_multi_output_fusion():
     old = [c for c in copies if c.operands[0].name == "p2"]
     assert len(old) == 1
     assert body.get_instruction("late").operands[0] is old[0]
+
+
+# loss_scale_fp16_cond's step: lax.cond(finite, apply the update, keep the
+# parameters); the keep branch returns its parameter.
+_COND = """HloModule cond_fragment
+
+%keep (k: (f16[1024], f16[512,1024])) -> (f16[1024], f16[512,1024]) {
+  ROOT %k = (f16[1024]{0}, f16[512,1024]{1,0}) parameter(0)
+}
+
+%update (u: (f16[1024], f16[512,1024], f16[1024], f16[512,1024])) -> (f16[1024], f16[512,1024]) {
+  %u = (f16[1024]{0}, f16[512,1024]{1,0}, f16[1024]{0}, f16[512,1024]{1,0}) parameter(0)
+  %b = f16[1024]{0} get-tuple-element(%u), index=0
+  %gb = f16[1024]{0} get-tuple-element(%u), index=2
+  %nb = f16[1024]{0} subtract(%b, %gb)
+  %w = f16[512,1024]{1,0} get-tuple-element(%u), index=1
+  %gw = f16[512,1024]{1,0} get-tuple-element(%u), index=3
+  %nw = f16[512,1024]{1,0} subtract(%w, %gw)
+  ROOT %r = (f16[1024]{0}, f16[512,1024]{1,0}) tuple(%nb, %nw)
+}
+
+ENTRY %main (ok: pred[], b1: f16[1024], w1: f16[512,1024], g1: f16[1024], g2: f16[512,1024]) -> (f16[1024], f16[512,1024]) {
+  %ok = pred[] parameter(0)
+  %b1 = f16[1024]{0} parameter(1)
+  %w1 = f16[512,1024]{1,0} parameter(2)
+  %g1 = f16[1024]{0} parameter(3)
+  %g2 = f16[512,1024]{1,0} parameter(4)
+  %t_keep = (f16[1024]{0}, f16[512,1024]{1,0}) tuple(%b1, %w1)
+  %t_upd = (f16[1024]{0}, f16[512,1024]{1,0}, f16[1024]{0}, f16[512,1024]{1,0}) tuple(%b1, %w1, %g1, %g2)
+  ROOT %c = (f16[1024]{0}, f16[512,1024]{1,0}) conditional(%ok, %t_upd, %t_keep), true_computation=%update, false_computation=%keep
+}
+"""
+
+
+def test_branch_returning_its_read_only_parameter_copies_it():
+    """XLA's copy.3-copy.5 in loss_scale_fp16_cond's keep branch."""
+    m = parse_module(_COND)
+    CopyInsertion().run(m)
+    keep = next(c for c in m.computations if c.name == "keep")
+    assert keep.root.opcode == "tuple"
+    assert [o.opcode for o in keep.root.operands] == ["copy", "copy"]
+    update = next(c for c in m.computations if c.name == "update")
+    assert not [i for i in update.instructions if i.opcode == "copy"]
+
+
+def test_branch_returning_a_donated_parameter_keeps_no_copy():
+    text = _COND.replace("HloModule cond_fragment",
+                         "HloModule cond_fragment, input_output_alias={ {0}: (1, {}, may-alias), "
+                         "{1}: (2, {}, may-alias) }")
+    m = parse_module(text)
+    CopyInsertion().run(m)
+    keep = next(c for c in m.computations if c.name == "keep")
+    assert not [i for i in keep.instructions if i.opcode == "copy"]
