@@ -54,6 +54,13 @@ held-out dumps of testdata/xla-dumps-holdout):
   are so short that the native emitter reduces several per warp
   (``RowReductionGetRowsPerWarp`` > 1: rows shorter than 32 that divide
   it, groupnorm's 128 rows of 4), which XLA kept native;
+* block-level Triton chosen -- a row reduction whose rows are exactly one
+  warp (32 elements) long: the native row emitter gives each row a warp
+  that reads one element per lane and spends its time in the shuffle tree
+  (rows shorter than a warp are packed several to a warp instead, see
+  above); XLA picked Triton for all 4 such fusions in the dumps (the
+  second stage of ctc_loss_scan_f32's and sparse_topk_attn_bf16's split
+  softmax sums, f32[1024,32] and f32[4096,32] -> rows);
 * block-level Triton chosen -- an f32 column reduction of at most 512 rows
   whose outputs fill fewer 32-column tiles than the GPU has SMs (the second
   stage of a split batch-norm or bias-gradient sum): less than a wave of
@@ -130,7 +137,8 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     rows than the device has SMs (``cores``), each at most
     :data:`SHORT_ROW` long; ``short-column-reduction``: an f32 column
     reduction of at most :data:`SHORT_COLUMN` rows whose outputs fill fewer
-    32-column tiles than there are SMs; ``split-column-reduction``: any other
+    32-column tiles than there are SMs; ``warp-row-reduction``: rows of
+    exactly one warp; ``split-column-reduction``: any other
     f32 column reduction of at most :data:`SPLIT_COLUMN` rows."""
     body = fusion.fused_computation
     members = set(body.instructions)
@@ -144,6 +152,8 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
                 # a full reduction to one value: Triton unless its input is an
                 # array collapsed into the row (see _collapses_into_row)
                 return "row-reduction" if _collapses_into_row(hero) else "single-row-reduction"
+            if dims.dims[2] == WARP_SIZE:
+                return "warp-row-reduction"
             if dims.dims[2] <= SHORT_ROW and dims.dims[0] * dims.dims[1] < cores and \
                     _rows_per_warp(dims.dims[2]) == 1:
                 return "short-row-reduction"
@@ -286,6 +296,7 @@ SPLIT_COLUMN = 64
 
 #: Native emitters the model expects the block-level emitter to beat.
 TRITON_WINS = frozenset({"transpose", "loop-reduction", "narrow-column-reduction",
+                         "warp-row-reduction",
                          "loop-transpose-minor", "short-row-reduction",
                          "short-column-reduction", "split-column-reduction",
                          "single-row-reduction"})

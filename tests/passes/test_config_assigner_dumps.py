@@ -109,6 +109,17 @@ def test_short_row_reductions(dump, name, emitter, triton):
     _assign_reduction(dump, name, emitter, triton)
 
 
+@pytest.mark.parametrize("dump,name", [
+    # second stages of split softmax sums: rows of exactly 32 (XLA: __triton)
+    ("xla-dumps-holdout/ctc_loss_scan_f32", "input_reduce_fusion"),
+    ("xla-dumps-holdout/ctc_loss_scan_f32", "input_reduce_fusion.3"),
+    ("xla-dumps-holdout/sparse_topk_attn_bf16", "input_reduce_fusion.2"),
+    ("xla-dumps-holdout/sparse_topk_attn_bf16", "input_reduce_fusion.3"),
+])
+def test_warp_long_row_reductions(dump, name):
+    _assign_reduction(dump, name, "warp-row-reduction", True)
+
+
 @pytest.mark.parametrize("dump,name,emitter,triton", [
     # split-K second stages of the GNN's weight gradients: f32[64,128,64] ->
     # f32[128,64] (64 rows, 8192 outputs; XLA: __triton)
