@@ -60,13 +60,16 @@ What stamps an instruction and its computation:
   instruction it reads into a :class:`TrackedInstruction`, whose
   ``__setattr__`` stamps (construction, and the instructions a pass builds
   before the next scan, stay at full speed; :mod:`hlorun.ir.journal`);
-* any in-place edit of such an instruction's ``attrs``, ``_users``,
-  ``operands`` or control lists (``attrs[k] = v``, ``operands[0] = x``,
-  ``_users.pop(u)`` ...): the scan gives it :class:`Attrs` / :class:`Links`
+* any in-place edit of such an instruction's ``attrs``, ``operands`` or
+  control lists (``attrs[k] = v``, ``operands[0] = x`` ...): the scan gives
+  it :class:`Attrs` / :class:`Links`
   containers, which stamp their owner (a removed instruction's containers
   drop the link, so reference counting still frees it); empty control
   lists become the shared read-only :data:`hlorun.ir.module.NO_LINKS`
   (``add_control_dependency_to`` replaces it).
+* users: ``_users`` is a tuple (a dict above a few users) that only
+  :func:`hlorun.ir.module.add_user` / ``drop_user`` change, by a slot
+  write or after stamping.
 
 Every stamp of a scanned instruction that was last stamped before the
 latest scan (of any tracker: ``hlorun.ir.module.SINCE``) first records

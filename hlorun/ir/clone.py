@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import gc
 
-from .module import Computation, Instruction, Module
+from .module import Computation, Instruction, Module, add_user
 
 
 def clone_module(module: Module) -> Module:
@@ -72,7 +72,7 @@ def _clone(module: Module) -> Module:
             ops = [imap[o] for o in old.operands]
             ni.operands = ops
             for o in ops:
-                o._users[ni] = None
+                add_user(o, ni)
         if old.control_successors:
             ni.control_successors = [imap[s] for s in old.control_successors]
         if old.control_predecessors:

@@ -8,8 +8,10 @@ stamped since its previous scan.  The IR's mutation methods stamp
 (:func:`hlorun.ir.module.stamp`); :func:`adopt` puts hooks on every
 instruction a scan reads so that edits that bypass the methods stamp too:
 its class becomes :class:`TrackedInstruction` (slot writes) and its
-``attrs``, ``_users``, ``operands`` and control lists become
-:class:`Attrs` / :class:`Links` (in-place edits).  Instructions a pass
+``attrs``, ``operands`` and control lists become :class:`Attrs` /
+:class:`Links` (in-place edits).  ``_users`` is a tuple, replaced on every
+change (a slot write), or above a few users a dict that only
+:func:`hlorun.ir.module.add_user` / ``drop_user`` edit, stamping first.  Instructions a pass
 builds are plain until the next scan reads them, so construction and the
 new instructions' edits cost nothing extra.
 """
@@ -85,18 +87,17 @@ def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
     return type(name, (base,), ns)
 
 
-#: ``attrs`` and ``_users`` of scanned instructions
+#: ``attrs`` of scanned instructions
 Attrs = _hooked(dict, ("__setitem__", "__delitem__", "pop", "popitem", "setdefault", "update",
                        "clear", "__ior__"), "Attrs")
 #: ``operands`` and the control lists of scanned instructions
 Links = _hooked(list, ("__setitem__", "__delitem__", "append", "extend", "insert", "pop",
                        "remove", "clear", "sort", "reverse", "__iadd__", "__imul__"), "Links")
 _HOOKED = (Attrs, Links)
-_CONTAINERS = attrgetter("attrs", "_users", "operands", "control_predecessors",
-                         "control_successors")
-_put_attrs, _put_users, _put_operands, _put_cpred, _put_csucc = (
-    getattr(Instruction, k).__set__ for k in ("attrs", "_users", "operands",
-                                              "control_predecessors", "control_successors"))
+_CONTAINERS = attrgetter("attrs", "operands", "control_predecessors", "control_successors")
+_put_attrs, _put_operands, _put_cpred, _put_csucc = (
+    getattr(Instruction, k).__set__ for k in ("attrs", "operands", "control_predecessors",
+                                              "control_successors"))
 
 
 def adopt(instrs: Iterable[Instruction]) -> None:
@@ -109,11 +110,6 @@ def adopt(instrs: Iterable[Instruction]) -> None:
             c = Attrs(c)
             c.owner = i
             _put_attrs(i, c)
-        c = i._users
-        if c.__class__ is not Attrs or c.owner is not i:
-            c = Attrs(c)
-            c.owner = i
-            _put_users(i, c)
         c = i.operands
         if c.__class__ is not Links or c.owner is not i:
             c = Links(c)

@@ -100,7 +100,12 @@ class Instruction:
         self.opcode = opcode
         self.shape = shape
         self.operands: list[Instruction] = []
-        self._users: dict[Instruction, None] = {}
+        #: the users, in the order they started using this instruction: a
+        #: tuple (the shared ``()`` when none) up to :data:`USERS_TUPLE_MAX`,
+        #: an insertion-ordered dict (user -> None) above; only
+        #: :func:`add_user` / :func:`drop_user` change it (a 1-user dict was
+        #: 240 B, a third of a parsed instruction; a 1-user tuple is 64 B)
+        self._users: tuple[Instruction, ...] | dict[Instruction, None] = ()
         self.attrs: dict[str, Any] = attrs if attrs is not None else {}
         self.parent: Computation | None = None
         # the shared empty control lists (NO_LINKS) until a dependency is
@@ -115,7 +120,7 @@ class Instruction:
         self.stamp = e = EPOCH[0]
         for op in operands:
             self.operands.append(op)
-            op._users[self] = None
+            add_user(op, self)
             _set_stamp(op, e)  # its users changed
             p = op.parent
             if p is not None:
@@ -157,7 +162,7 @@ class Instruction:
     # -- operand edits (keep users consistent) ---------------------------------
     def add_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
-        op._users[self] = None
+        add_user(op, self)
         stamp(self, op)
 
     def set_operand(self, i: int, new: "Instruction") -> None:
@@ -165,9 +170,9 @@ class Instruction:
         if old is new:
             return
         self.operands[i] = new
-        new._users[self] = None
+        add_user(new, self)
         if old not in self.operands:
-            old._users.pop(self, None)
+            drop_user(old, self)
         stamp(self, old, new)
 
     def replace_operand_with(self, old: "Instruction", new: "Instruction") -> None:
@@ -183,22 +188,22 @@ class Instruction:
                     ops[i] = new
         except ValueError:
             pass
-        new._users[self] = None
-        old._users.pop(self, None)
+        add_user(new, self)
+        drop_user(old, self)
         stamp(self, old, new)
 
     def replace_operands(self, new_operands: Sequence["Instruction"]) -> None:
         for o in self.operands:
-            o._users.pop(self, None)
+            drop_user(o, self)
         stamp(self, *self.operands)
         self.operands = list(new_operands)
         for o in self.operands:
-            o._users[self] = None
+            add_user(o, self)
         stamp(*self.operands)
 
     def drop_all_operands(self) -> None:
         for o in self.operands:
-            o._users.pop(self, None)
+            drop_user(o, self)
         stamp(self, *self.operands)
         self.operands = []
 
@@ -338,6 +343,37 @@ class Instruction:
 
 _set_stamp = Instruction.stamp.__set__  # type: ignore[attr-defined]  # no hooks
 
+#: the most users kept in a tuple (more: a dict, back to a tuple at half)
+USERS_TUPLE_MAX = 8
+
+
+def add_user(op: Instruction, user: Instruction) -> None:
+    """Make ``user`` the last user of ``op`` unless it is one already.  A
+    tuple is replaced (a slot write: on a scanned instruction the journal's
+    ``__setattr__`` records its pre-image and stamps it); a dict is edited
+    in place after :func:`stamp`."""
+    us = op._users
+    if us.__class__ is tuple:
+        if user not in us:
+            op._users = us + (user,) if len(us) < USERS_TUPLE_MAX else dict.fromkeys(us + (user,))
+    elif user not in us:
+        stamp(op)
+        us[user] = None
+
+
+def drop_user(op: Instruction, user: Instruction) -> None:
+    """``user`` no longer uses ``op`` (nothing if it did not)."""
+    us = op._users
+    if us.__class__ is tuple:
+        if user in us:
+            op._users = () if len(us) == 1 else tuple([u for u in us if u is not user])
+    elif user in us:
+        if len(us) <= USERS_TUPLE_MAX // 2 + 1:
+            op._users = tuple([u for u in us if u is not user])
+        else:
+            stamp(op)
+            del us[user]
+
 
 class Computation:
     """An ordered set of instructions with a root and numbered parameters."""
@@ -429,10 +465,10 @@ class Computation:
                 self.parameters[n] = None
                 while self.parameters and self.parameters[-1] is None:
                     self.parameters.pop()
-        # Emptied, its user dict keeps its table (~160 B): a removed
-        # instruction can live on (pre-images, remarks' callers) until the
-        # next scan, and a pass removes thousands.
-        instr._users = {}
+        # (A removed instruction can live on (pre-images, remarks'
+        # callers) until the next scan, and a pass removes thousands: it
+        # keeps no user container.)
+        instr._users = ()
         instr.parent = None
 
     def replace_instruction(self, old: Instruction, new: Instruction) -> Instruction:

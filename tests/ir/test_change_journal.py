@@ -61,7 +61,8 @@ EDITS = {
     "attrs assigned": lambda m, i: setattr(i, "attrs", {"metadata": '{op_name="z"}'}),
     "operands in place": lambda m, i: i.operands.__setitem__(0, _other_param(i)),
     "operands reversed": lambda m, i: i.operands.reverse(),
-    "users popped": lambda m, i: i.operands[0]._users.pop(i),
+    "users replaced": lambda m, i: setattr(i.operands[0], "_users", tuple(
+        u for u in i.operands[0]._users if u is not i)),
     "control in place": lambda m, i: i.control_predecessors.remove(i.operands[1]),
     "control assigned": lambda m, i: setattr(i, "control_predecessors", [i.operands[0]]),
     "control added": lambda m, i: i.operands[0].add_control_dependency_to(i),
@@ -137,7 +138,8 @@ BREAKS = {
     "shape": ("reshape", lambda i: setattr(i, "shape", i.operands[0].shape)),
     "attrs": ("transpose", lambda i: i.attrs.__setitem__("dimensions", "{0,1,2,3}")),
     "operands": ("reshape", lambda i: i.operands.__setitem__(0, i.parent.parameters[0])),
-    "users": ("convert", lambda i: i.operands[0]._users.pop(i)),
+    "users": ("convert", lambda i: setattr(i.operands[0], "_users", tuple(
+        u for u in i.operands[0]._users if u is not i))),
 }
 
 

@@ -176,7 +176,7 @@ def dispose(body: Computation) -> None:
     priority fusion's memory on the JAX transformers)."""
     for i in body._instructions:
         i.operands = []
-        i._users = {}
+        i._users = ()
         i.parent = None
         i.control_predecessors = []
         i.control_successors = []
