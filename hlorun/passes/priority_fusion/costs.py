@@ -30,6 +30,7 @@ estimate depends on.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Callable
 
 from ...ir.module import Instruction
@@ -51,6 +52,10 @@ def exact_sum(parts: int) -> float:
     return parts / (1 << _SHIFT)
 
 
+_NONE: dict = MappingProxyType({})  # type: ignore[assignment]
+_NO_USERS: frozenset = frozenset()
+
+
 class _Agg:
     """One producer's users: user -> [why, Estimate(user), Estimate(pair)]."""
 
@@ -60,10 +65,14 @@ class _Agg:
         self.version = version
         self.terms: dict[Instruction, list] = {}
         self.bitcasts = 0  # bitcast users among ``terms`` (costed, never fused)
-        self.bad: dict[str, int] = {}   # CanFuse reason -> users refused with it
+        # CanFuse reason -> users refused with it (the shared, read-only
+        # _NONE until the first refusal: an aggregate is kept per costed
+        # producer, and most have no refusal)
+        self.bad: dict[str, int] = _NONE
         self.sum_t = 0
         self.sum_f = 0
-        self.missing: set[Instruction] = set()  # fusible users not estimated yet
+        # fusible users not estimated yet (a set while there are some)
+        self.missing: set[Instruction] | frozenset = _NO_USERS
 
 
 class ProducerCosts:
@@ -133,7 +142,12 @@ class ProducerCosts:
         a.bitcasts += bitcast
         a.terms[user] = [why, None, None, bitcast]
         if why is not None:
-            a.bad[why] = a.bad.get(why, 0) + 1
+            bad = a.bad
+            if bad is _NONE:
+                bad = a.bad = {}
+            bad[why] = bad.get(why, 0) + 1
+        elif a.missing is _NO_USERS:
+            a.missing = {user}
         else:
             a.missing.add(user)
 
@@ -150,7 +164,8 @@ class ProducerCosts:
             else:
                 del a.bad[why]
         elif t is None:
-            a.missing.discard(user)
+            if user in a.missing:
+                a.missing.discard(user)
         else:
             a.sum_t -= exact(t.time_us)
             a.sum_f -= exact(f.time_us)
@@ -179,7 +194,7 @@ class ProducerCosts:
             term[2] = f = self.fused(producer, u)
             a.sum_t += exact(t.time_us)
             a.sum_f += exact(f.time_us)
-        a.missing.clear()
+        a.missing = _NO_USERS
 
     @staticmethod
     def totals(n_users: int, producer_time: float, sum_t: int, sum_f: int) -> tuple[float, float]:

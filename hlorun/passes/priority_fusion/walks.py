@@ -36,6 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 from operator import add
+from types import MappingProxyType
+from typing import Mapping
 
 from ...ir.module import Instruction
 from .analysis import FusionView
@@ -53,16 +55,16 @@ class UnitWalk:
     unit: Instruction
     members: list          # fused members in post order (the instruction itself)
     member_set: set
-    ops: set               # the members' opcodes
-    param_of: dict         # body parameter -> operand
-    links: dict            # param_of and fusion -> its root
+    ops: frozenset         # the members' opcodes
+    param_of: Mapping      # body parameter -> operand
+    links: Mapping         # param_of and fusion -> its root
     root: Instruction
     flops: float
     totals: dict           # external operand -> (summed utilization, emissions) of its roots
     ir: IrInfo
-    unc: list              # external operands read through a tiled transpose
+    unc: list | tuple      # external operands read through a tiled transpose
     reads: tuple           # read_entries of its element reads per external operand
-    index: dict            # external operand -> its position in reads[0]
+    index: dict | None     # external operand -> its position in reads[0] (None: scan, few)
     bad_transpose: bool    # coalescing.has_bad_transpose of the members
     input_fusible: bool | None = None  # coalescing.is_input_fusible_reduction (lazy)
 
@@ -90,6 +92,12 @@ class _Outside:
 
 
 _FAILED = object()
+#: the empty ``param_of`` / ``links`` of a unit that is not a fusion (read-only)
+_EMPTY: Mapping = MappingProxyType({})
+#: interned opcode sets of unit walks (a handful of distinct ones)
+_OPS: dict[frozenset, frozenset] = {}
+#: up to this many external operands, walk_of finds the producer's read by a scan
+_SCAN = 4
 _TRANSPOSING = frozenset({"transpose", "copy"})  # what has_bad_transpose looks for
 
 
@@ -109,12 +117,15 @@ def unit_walk(unit: Instruction, device: Device, members=None) -> UnitWalk:
     ext_reads, emitted, ext_size = ext_totals(ext_roots, util, size, totals)
     sums = {src: totals[id(rs)] for src, rs in ext_roots.items()}
     reads = read_entries(ext_reads, device)
-    ops = {m.opcode for m in u.members}
-    return UnitWalk(unit, u.members, u.member_set, ops, u.param_of,
-                    _links(u), root,
+    ops = frozenset([m.opcode for m in u.members])
+    ops = _OPS.setdefault(ops, ops)
+    # (a walk is kept for every costed unit: shared empties and interned
+    # opcode sets were ~500 B of its ~2.4 KB at the queue's peak)
+    return UnitWalk(unit, u.members, u.member_set, ops, u.param_of or _EMPTY,
+                    _links(u) or _EMPTY, root,
                     reduce(add, terms, 0.0), sums,
-                    IrInfo(ir_size + ext_size, splits, emitted), unc, reads,
-                    {e[0]: i for i, e in enumerate(reads[0])},
+                    IrInfo(ir_size + ext_size, splits, emitted), unc or (), reads,
+                    {e[0]: i for i, e in enumerate(reads[0])} if len(reads[0]) > _SCAN else None,
                     bool(ops & _TRANSPOSING) and has_bad_transpose(u.members))
 
 
@@ -170,11 +181,12 @@ class WalkCache:
             return {k: new if v is old else v for k, v in d.items()}
         entries, total, net = w.reads
         self.units[unit] = UnitWalk(
-            unit, w.members, w.member_set, w.ops, values(w.param_of), values(w.links), w.root,
+            unit, w.members, w.member_set, w.ops, values(w.param_of) or _EMPTY,
+            values(w.links) or _EMPTY, w.root,
             w.flops, keys(w.totals), IrInfo(w.ir.size, w.ir.splits, keys(w.ir.emitted)),
-            [new if x is old else x for x in w.unc],
+            [new if x is old else x for x in w.unc] or (),
             ([(new, *e[1:]) if e[0] is old else e for e in entries], total, net),
-            keys(w.index), w.bad_transpose, w.input_fusible)
+            None if w.index is None else keys(w.index), w.bad_transpose, w.input_fusible)
 
     def unit(self, instr: Instruction) -> UnitWalk:
         got = self.units.get(instr)
@@ -253,7 +265,11 @@ class WalkCache:
             unc = []
         entries, total, net = cw.reads
         p_entries, p_total, p_net = part.reads
-        i = cw.index.get(producer)
+        index = cw.index
+        if index is None:
+            i = next((k for k, e in enumerate(entries) if e[0] is producer), None)
+        else:
+            i = index.get(producer)
         if i is None:  # the producer is not read
             entries = entries + p_entries
         else:
