@@ -80,7 +80,7 @@ class ProducerPart:
     terms: list            # flops terms, in walk order
     flops: float           # their fold from 0.0 (the pair's flops when the consumer has none)
     ext_reads: dict        # the producer's external operands -> element reads
-    unc: list
+    unc: list | tuple
     reads: tuple           # read_entries(ext_reads)
 
 
@@ -147,7 +147,7 @@ def producer_part(pw: UnitWalk, device: Device, outside: tuple[float, int]) -> P
         ext_reads = ext_totals(ext_roots, util, size, totals)[0]
     except KeyError:  # a union with the consumer's roots was summed
         return None
-    return ProducerPart(terms, reduce(add, terms, 0.0), ext_reads, unc,
+    return ProducerPart(terms, reduce(add, terms, 0.0), ext_reads, unc or (),
                         read_entries(ext_reads, device))
 
 
