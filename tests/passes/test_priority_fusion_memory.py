@@ -46,3 +46,33 @@ def test_parser_keeps_no_parsed_instruction_alive():
     del module
     gc.collect()
     assert sum(r() is not None for r in refs) == 0
+
+
+def test_cached_walks_and_aggregates_share_their_empty_parts(monkeypatch):
+    """A unit walk and an aggregate are kept for every costed producer (at
+    the queue's peak they were twice the module): a unit that is not a
+    fusion shares one read-only empty ``param_of`` / ``links``, equal
+    opcode sets are one object, and an aggregate without refusals or
+    missing estimates holds no container of its own for them."""
+    from hlorun.passes.priority_fusion import costs, walks
+    module = pre_fusion(MODEL)
+    seen = []
+    fuse_constants = pf._Queue.fuse_constants
+
+    def check(q):
+        ws = list(q.walks.units.values())
+        ops: dict = {}
+        for w in ws:
+            if w.unit.opcode != "fusion":
+                assert w.param_of is walks._EMPTY and w.links is walks._EMPTY
+            assert ops.setdefault(w.ops, w.ops) is w.ops
+            assert w.unc or w.unc == ()
+        aggs = list(q.costs.agg.values())
+        assert all(a.missing is costs._NO_USERS for a in aggs if not a.missing)
+        assert all(a.bad is costs._NONE for a in aggs if not a.bad)
+        seen.append((len(ws), len(ops), sum(a.bad is costs._NONE for a in aggs)))
+        return fuse_constants(q)
+    monkeypatch.setattr(pf._Queue, "fuse_constants", check)
+    assert PriorityFusion().run(module)
+    assert max(n for n, _, _ in seen) > 50 and max(s for _, _, s in seen) > 50
+    assert all(k < n / 4 for n, k, _ in seen if n > 50), seen  # a handful of opcode sets
