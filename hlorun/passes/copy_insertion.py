@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import Shape
 from .base import Pass
+from .buffer_sharing import can_share
 from .conditional_copies import copy_passed_through
 from .copy_liveness import (_ancestors, _copy, _elementwise_in_place, _in_place_operand,  # noqa: F401
                             _readers, _writes_in_place, body_copies)
@@ -229,20 +230,26 @@ class CopyInsertion(Pass):
                 base = v
                 while base.opcode == "bitcast":
                     base = base.operands[0]
+                out_index = None
                 if base.opcode == "get-tuple-element":
                     src = base.operands[0]
                     init = src.operands[0] if src.opcode == "while" else None
                     if init is not None and init.opcode == "tuple" and \
                             init.operands[base.tuple_index] is p:
                         continue  # the loop updates the donated buffer in place
+                    out_index = base.tuple_index
                     base = src
                 if base is not p and p is not None:
                     readers = [u for u in _readers(p) if u is not base]
                     before = _ancestors(base) if readers else set()
                     late = [u for u in readers if u not in before]
                     in_place = _writes_in_place(base, p)
-                    if late or (base in _readers(p) and not in_place and
-                                not _elementwise_in_place(base, p)):
+                    if base.opcode == "fusion" and p in base.operands:
+                        # XLA:GPU's FusionCanShareBufferHint (buffer_sharing.py)
+                        shares = can_share(base, p, out_index)
+                    else:
+                        shares = _elementwise_in_place(base, p)
+                    if late or (base in _readers(p) and not in_place and not shares):
                         why = (f"output {i} is donated parameter {p.name}'s buffer, and "
                                f"{base.name} reads {p.name} while writing it")
             elif v.opcode == "constant":

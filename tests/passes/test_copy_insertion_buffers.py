@@ -372,3 +372,51 @@ def test_branch_returning_a_donated_parameter_keeps_no_copy():
     CopyInsertion().run(m)
     keep = next(c for c in m.computations if c.name == "keep")
     assert not [i for i in keep.instructions if i.opcode == "copy"]
+
+
+# adafactor_tree_f32 (held-out set 9): the new second-moment statistic is the
+# elementwise output of a multi-output reduce fusion that also reduces it; the
+# statistic is donated.  XLA:GPU's FusionCanShareBufferHint lets the fusion
+# write it over the donated buffer (the reduce hero ends the other path).
+_DONATED_REDUCE = """HloModule donated_reduce, input_output_alias={ {0}: (0, {}, may-alias) }
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%fused_add_reduce (p0: f32[512,512], p1: f32[512,512]) -> (f32[512], f32[512,512]) {
+  %p0 = f32[512,512]{1,0} parameter(0)
+  %c = f32[] constant(0.9)
+  %cb = f32[512,512]{1,0} broadcast(%c), dimensions={}
+  %m = f32[512,512]{1,0} multiply(%p0, %cb)
+  %p1 = f32[512,512]{1,0} parameter(1)
+  %n = f32[512,512]{1,0} add(%m, %p1)
+  %z = f32[] constant(0)
+  %r = f32[512]{0} reduce(%n, %z), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[512]{0}, f32[512,512]{1,0}) tuple(%r, %n)
+}
+
+ENTRY %main (v: f32[512,512], g: f32[512,512]) -> (f32[512,512], f32[512]) {
+  %v = f32[512,512]{1,0} parameter(0)
+  %g = f32[512,512]{1,0} parameter(1)
+  %f = (f32[512]{0}, f32[512,512]{1,0}) fusion(%v, %g), kind=kInput, calls=%fused_add_reduce
+  %new_v = f32[512,512]{1,0} get-tuple-element(%f), index=1
+  %row = f32[512]{0} get-tuple-element(%f), index=0
+  ROOT %out = (f32[512,512]{1,0}, f32[512]{0}) tuple(%new_v, %row)
+}
+"""
+
+
+def test_donated_output_of_a_multi_output_reduce_fusion_shares_the_buffer():
+    m = parse_module(_DONATED_REDUCE)
+    CopyInsertion().run(m)
+    assert _copies(m) == []
+    # reading the donated statistic transposed cannot share: the copy stays
+    m = parse_module(_DONATED_REDUCE.replace(
+        "%m = f32[512,512]{1,0} multiply(%p0, %cb)",
+        "%pt = f32[512,512]{1,0} transpose(%p0), dimensions={1,0}\n"
+        "  %m = f32[512,512]{1,0} multiply(%pt, %cb)"))
+    CopyInsertion().run(m)
+    assert [c.operands[0].name for c in _copies(m)] == ["new_v"]
