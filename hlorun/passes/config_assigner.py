@@ -62,15 +62,9 @@ held-out dumps of testdata/xla-dumps-holdout):
   second stage of ctc_loss_scan_f32's and sparse_topk_attn_bf16's split
   softmax sums, f32[1024,32] and f32[4096,32] -> rows);
 * block-level Triton chosen -- an f32 column reduction of at most 512 rows
-  without a kept major dimension whose outputs fill fewer 32-column tiles
-  than the GPU has SMs (the second stage of a split batch-norm or
-  bias-gradient sum): less than a wave of native column tiles, measured
-  slower than one Triton tile per block.  A kept major dimension (the
-  *first* stage of a split sum, ``f32[128,128,32] -> f32[128,32]``) gives
-  the native emitter one block per major index (a wave of 128 blocks on
-  132 SMs for mobilenet_invres' batch-norm sums): XLA kept all 10 such
-  fusions of 128 rows native but softcap_mqa_train's f32[4,128,1024] (2 of
-  3 Triton);
+  whose outputs fill fewer 32-column tiles than the GPU has SMs (the second
+  stage of a split batch-norm or bias-gradient sum): less than a wave of
+  native column tiles, measured slower than one Triton tile per block;
 * block-level Triton chosen -- an f32 column reduction of at most 64 rows
   however wide (the second stage of a split-K weight gradient:
   embed_adagrad_rows_f32's f32[32,128,256] -> f32[128,256],
@@ -142,9 +136,9 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
     elementally) or loop; ``short-row-reduction``: a row reduction of fewer
     rows than the device has SMs (``cores``), each at most
     :data:`SHORT_ROW` long; ``short-column-reduction``: an f32 column
-    reduction of at most :data:`SHORT_COLUMN` rows, without a kept major
-    dimension, whose outputs fill fewer 32-column tiles than there are SMs;
-    ``warp-row-reduction``: rows of exactly one warp; ``split-column-reduction``: any other
+    reduction of at most :data:`SHORT_COLUMN` rows whose outputs fill fewer
+    32-column tiles than there are SMs; ``warp-row-reduction``: rows of
+    exactly one warp; ``split-column-reduction``: any other
     f32 column reduction of at most :data:`SPLIT_COLUMN` rows."""
     body = fusion.fused_computation
     members = set(body.instructions)
@@ -167,7 +161,7 @@ def native_emitter(fusion: Instruction, cores: int = 132) -> str:
         if dims.dims[2] < WARP_SIZE:
             return "narrow-column-reduction"
         if (hero.operands[0].shape.element_type == "f32" and dims.dims[1] <= SHORT_COLUMN
-                and dims.dims[0] == 1 and dims.dims[2] < cores * WARP_SIZE):
+                and dims.dims[0] * dims.dims[2] < cores * WARP_SIZE):
             return "short-column-reduction"
         if hero.operands[0].shape.element_type == "f32" and dims.dims[1] <= SPLIT_COLUMN:
             return "split-column-reduction"

@@ -129,15 +129,6 @@ def test_warp_long_row_reductions(dump, name):
      "split-column-reduction", True),
     # 128-row f32 columns with many outputs stay native (resnet's batch-norm sums)
     ("xla-dumps-holdout/resnet_bn_train_bf16", "input_reduce_fusion.10", "column-reduction", False),
-    # first stages of a split sum (a kept major dimension): one native block per
-    # major index, XLA kept them native (mobilenet's batch-norm sums f32[128,128,32]
-    # -> f32[128,32] of a cudnn conv output, parallel_qknorm's f32[64,128,64])
-    ("xla-dumps-holdout/mobilenet_invres_bf16", "input_reduce_fusion.24", "column-reduction", False),
-    ("xla-dumps-holdout/parallel_qknorm_block_bf16", "input_reduce_fusion", "column-reduction",
-     False),
-    # ... whose second stage (no major dimension) is still a short column
-    ("xla-dumps-holdout/resnet_bn_train_bf16", "input_reduce_fusion.25", "short-column-reduction",
-     True),
 ])
 def test_split_column_reductions(dump, name, emitter, triton):
     _assign_reduction(dump, name, emitter, triton)

@@ -6,7 +6,9 @@ e.g. a ``triton_softmax`` from softmax-rewriter-triton), they may fuse only
 if the result is a Triton fusion too: every instruction of both must be
 supported by the Triton emitter, and XLA's SymbolicTileAnalysis must tile
 the result (of that, hlorun checks the reshape constraints on reduced
-dimensions, :mod:`hlorun.passes.triton_tiling`, within each unit).  The native-emitter rules (reduce into reduce, reduction
+dimensions, :mod:`hlorun.passes.triton_tiling`, within each unit, and the
+symbolic tile of every instruction of the fused pair,
+:mod:`hlorun.passes.triton_indexing`).  The native-emitter rules (reduce into reduce, reduction
 epilogues turning into loop fusions) do not apply.  The result keeps the
 ``__triton`` backend kind with a block-level config for the new body.
 
@@ -96,7 +98,9 @@ def can_fuse_triton(producer: Instruction, consumer: Instruction,
     if producer.shape.is_tuple or consumer.shape.is_tuple:
         return "tuple-shaped values are not supported by the Triton emitter"
     from ..triton_tiling import consumer_refuses
-    return consumer_refuses(producer, consumer, members, facts)
+    from ..triton_indexing import fused_pair_refusal
+    return consumer_refuses(producer, consumer, members, facts) or \
+        fused_pair_refusal(producer, consumer)
 
 
 def _bytes(shape) -> int:
