@@ -131,7 +131,8 @@ class AlgsimpVisitor(DfsRewriteVisitor):
     def _transpose_of_broadcast(self, t: Instruction, perm: list[int]) -> bool:
         """``SimplifyTransposeOfBroadcast``: transpose(broadcast(x)) (or a
         bitcast that is one) -> broadcast(x) to ``t``'s shape when the
-        broadcast dimensions stay in increasing order."""
+        broadcast dimensions stay in increasing order; layout-sensitive,
+        also only when x's layout orders them as ``t``'s layout does."""
         op = t.operands[0]
         if op.opcode != "broadcast" or list(op.dimensions) != sorted(op.dimensions):
             return False
@@ -139,6 +140,15 @@ class AlgsimpVisitor(DfsRewriteVisitor):
         new_dims = [inv[d] for d in op.dimensions]
         if new_dims != sorted(new_dims):
             return False
+        if self.layout_sensitive and new_dims:
+            # no broadcast that transposes implicitly: the broadcast
+            # dimensions ordered alike by x's layout and by t's layout
+            m2m = list(op.operands[0].shape.minor_to_major)
+            by_operand = sorted(range(len(new_dims)), key=lambda a: m2m[a])
+            extracted = [d for d in t.shape.minor_to_major if d in new_dims]
+            by_result = sorted(range(len(new_dims)), key=lambda a: extracted[a])
+            if by_operand != by_result:
+                return False
         self.replace_with_new(t, self.new("broadcast", t.shape, [op.operands[0]],
                                           dimensions=format_int_list(new_dims)))
         return True
@@ -281,11 +291,12 @@ class AlgsimpVisitor(DfsRewriteVisitor):
             return
         if dot_rules.transpose_of_dot(self, t):
             return
-        if self._transpose_of_broadcast(t, perm):
-            return
+        # XLA's HandleTranspose: a bitcast transpose becomes a bitcast first
         if self.layout_sensitive and t.shape.layout is not None and op.shape.layout is not None \
                 and transpose_is_bitcast(op.shape, t.shape, perm):
             self.replace_with_new(t, self.new("bitcast", t.shape, [op]))
+            return
+        self._transpose_of_broadcast(t, perm)
 
     # -- concatenate -------------------------------------------------------------------
     def handle_concatenate(self, concat: Instruction) -> None:
