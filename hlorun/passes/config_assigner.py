@@ -10,9 +10,9 @@ Triton emitter supports (:mod:`.triton_support`; multi-output fusions are
 not).  XLA then *measures* both emitters on the device and keeps the faster;
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
-after_optimizations modules in the dumps it makes XLA's choice for 412 of
-433, tests/passes/test_config_assigner_dumps.py; 1107 of 1320 with the 77
-held-out dumps of testdata/xla-dumps-holdout):
+after_optimizations modules in the dumps it makes XLA's choice for 413 of
+433, tests/passes/test_config_assigner_dumps.py; 1370 of 1675 with the 101
+held-out dumps of testdata/xla-dumps-holdout, main 4b58a17):
 
 * native emitter kept -- the reduction emitter (a row or column reduction
   hero: its tiled, vectorised kernels are what Triton is measured against
