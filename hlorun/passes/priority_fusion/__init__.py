@@ -161,11 +161,13 @@ class _Queue(UnitFacts):
         if p_reduce and self._facts(consumer)[0]:
             return "both the producer and the consumer contain a reduce"
         if p_kind == "reduction" and \
-                emitter_kind(FusionView.of_pair(producer, consumer, self.members)) == "loop":
+                emitter_kind(self.pair_view(producer, consumer)) == "loop":
             return "fusion into output of a reduce fusion would create a loop fusion"
-        ops = {o for o in consumer.operands if o is not producer} | set(producer.operands)
-        if len(ops) > MAX_PARAMETERS:
-            return f"the fusion would have {len(ops)} parameters (more than {MAX_PARAMETERS})"
+        if len(consumer.operands) + len(producer.operands) > MAX_PARAMETERS + 1:
+            # (at most this many distinct operands: the consumer reads the producer)
+            ops = {o for o in consumer.operands if o is not producer} | set(producer.operands)
+            if len(ops) > MAX_PARAMETERS:
+                return f"the fusion would have {len(ops)} parameters (more than {MAX_PARAMETERS})"
         if merged_too_large(producer, consumer, self._ir, self.owner.cache_invalidation_guard):
             return "the fusion would result in an overly large code duplication"
         return in_place_refusal(producer, consumer)  # ShouldFuseInPlaceOp
@@ -373,7 +375,7 @@ class _Queue(UnitFacts):
         self.__dict__.clear()
 
     def fuse(self, producer: Instruction, consumer: Instruction) -> Instruction:
-        kind = fusion_kind_for(emitter_kind(FusionView.of_pair(producer, consumer, self.members)))
+        kind = fusion_kind_for(emitter_kind(self.pair_view(producer, consumer)))
         # every member of the result is a member of one of the two, with the
         # same opcode, shape, attributes and operand shapes
         members_ok = self.bodies is not None and consumer in self.members_ok and \

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 from ...ir.module import Computation, Instruction
-from .analysis import (FusionView, emitter_kind, fused_members, is_fusible_bitcast,
-                       is_generic_triton_fusion)
+from .analysis import (FusionView, emitter_kind, fused_members, fusion_backend_kind,
+                       is_fusible_bitcast, is_generic_triton_fusion)
 from .ir_size import ir_info
 from .model import Device, Estimate, estimate
 from .triton import (involves_triton, members_refusal, tiling_refusal, triton_estimate,
@@ -58,6 +58,18 @@ class UnitFacts:
         self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
         # utilization walks from per-unit summaries (None in reference mode)
         self.walks = None if reference else WalkCache(self._members, device)
+
+    def pair_view(self, producer: Instruction, consumer: Instruction) -> FusionView:
+        """``FusionView.of_pair`` for the emitter kind, from the units' cached
+        walks when both have one and neither has a backend kind (the same
+        members, root and links: no member set or links built again)."""
+        walks = self.walks
+        if walks is not None and fusion_backend_kind(producer) is None and \
+                fusion_backend_kind(consumer) is None:
+            p, c = walks.units.get(producer), walks.units.get(consumer)
+            if p is not None and c is not None:
+                return walks.view_of([p, c])
+        return FusionView.of_pair(producer, consumer, self.members)
 
     # -- costs --------------------------------------------------------------------------
     def time(self, instr: Instruction) -> Estimate:

@@ -38,6 +38,8 @@ model; device numbers are the data-sheet values of the target device.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 from ...ir.module import Instruction
 from ...ir.opcode import ELEMENTWISE
@@ -226,13 +228,17 @@ def _timed(device: Device, kind: str, root: Instruction, entries: list, total_re
     rest = (min(bandwidth * L2_SPEEDUP * L1_SPEEDUP, cap), min(bandwidth * L2_SPEEDUP, cap),
             min(bandwidth, cap))
     unc = set(uncoalesced) if uncoalesced else None
-    for src, net, again, cls, width in entries:
-        if unc is not None and src.name in unc:
-            rate = width / TRANSACTION_BYTES
-            slow = min(bandwidth * rate, cap)  # DRAM at the transaction rate
-            read_s += net / slow + again / (rest[cls] if cls < 2 else slow)
-        else:
-            read_s += net / dram + again / rest[cls]
+    if unc is None:  # the same terms, added in the same order
+        read_s = reduce(add, [net / dram + again / rest[cls] for _, net, again, cls, _ in entries],
+                        0.0)
+    else:
+        for src, net, again, cls, width in entries:
+            if src.name in unc:
+                rate = width / TRANSACTION_BYTES
+                slow = min(bandwidth * rate, cap)  # DRAM at the transaction rate
+                read_s += net / slow + again / (rest[cls] if cls < 2 else slow)
+            else:
+                read_s += net / dram + again / rest[cls]
     if single is not None and single.opcode in ELEMENTWISE:
         read_s += _repeated_operand_reads(single, dram, unc, bandwidth, cap)
     write_bytes = _written_bytes(root) if writes else 0

@@ -91,6 +91,20 @@ class _Outside:
     __slots__ = ()
 
 
+class _PairMembers:
+    """The member set of a pair view, for ``in`` (all a view's hero searches
+    ask of it): the two units' sets, not united (a union of two big
+    fusions' sets for every pair estimate was ~2% of priority fusion)."""
+
+    __slots__ = ("p", "c")
+
+    def __init__(self, p: set, c: set):
+        self.p, self.c = p, c
+
+    def __contains__(self, x) -> bool:
+        return x in self.c or x in self.p
+
+
 _FAILED = object()
 #: the empty ``param_of`` / ``links`` of a unit that is not a fusion (read-only)
 _EMPTY: Mapping = MappingProxyType({})
@@ -228,7 +242,7 @@ class WalkCache:
             return view
         p, c = ws
         view = FusionView(p.members + c.members, c.root, None, p.links | c.links)
-        view._set, view._ops = p.member_set | c.member_set, p.ops | c.ops
+        view._set, view._ops = _PairMembers(p.member_set, c.member_set), p.ops | c.ops
         return view
 
     def walk(self, units: list[Instruction], kind: str) -> _Walk | None:
