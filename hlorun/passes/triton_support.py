@@ -14,7 +14,9 @@ block-level configs hlorun gives such fusions.
   input and a supported reducer; bitcasts keeping the element count;
   broadcast, reshape, slice, transpose, iota, concatenate (see below);
   never gather, scatter, dynamic-(update-)slice, reduce-window, dot
-  (nested GEMM fusions only), tuples, sort or custom calls.
+  (nested GEMM fusions only), tuples, sort or custom calls; and the body
+  must be tileable (:mod:`.triton_tiling`, and a symbolic tile for every
+  instruction, :mod:`.triton_indexing`).
   Concatenate: the support.cc in the reference index (2025) accepts it only
   inside nested GEMM fusions, but the XLA that JAX 0.11.2 ships emits it in
   generic ``__triton`` fusions -- held-out set 7's flow_matching_mlp_bf16
@@ -198,7 +200,11 @@ def triton_supported_computation(fusion: Instruction) -> str | None:
         why = unsupported_instruction(i)
         if why:
             return why
-    return untileable(body.post_order())
+    why = untileable(body.post_order())
+    if why or body.root.shape.is_tuple:
+        return why
+    from .triton_indexing import untileable_indexing
+    return untileable_indexing(body.root, lambda x: x.parent is body)
 
 
 def _reduced_elements(fusion: Instruction) -> int:

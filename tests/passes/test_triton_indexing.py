@@ -115,3 +115,37 @@ ENTRY main {
     entry = m.entry_computation if hasattr(m, "entry_computation") else m.entry
     consumer = entry.root
     assert fused_pair_refusal(consumer.operands[0], consumer) is None
+
+
+def test_block_level_candidate_needs_symbolic_tiles():
+    # the swin window layer norm as one fusion body: not a block-level fusion
+    from hlorun.passes.triton_support import triton_supported_computation
+    text = """
+HloModule swin_one
+
+region_add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+fused_norm {
+  p0 = f32[2,32,32,128]{3,2,1,0} parameter(0)
+  b = f32[2,4,8,4,8,128]{5,4,3,2,1,0} bitcast(p0)
+  t = f32[2,4,4,8,8,128]{5,4,3,2,1,0} transpose(b), dimensions={0,1,3,2,4,5}
+  x = f32[32,64,128]{2,1,0} bitcast(t)
+  z = f32[] constant(0)
+  r = f32[32,64]{1,0} reduce(x, z), dimensions={2}, to_apply=region_add
+  rb = f32[32,64,128]{2,1,0} broadcast(r), dimensions={0,1}
+  ROOT o = f32[32,64,128]{2,1,0} subtract(x, rb)
+}
+
+ENTRY main {
+  x = f32[2,32,32,128]{3,2,1,0} parameter(0)
+  ROOT n = f32[32,64,128]{2,1,0} fusion(x), kind=kLoop, calls=fused_norm
+}
+"""
+    m = parse_module(text)
+    entry = m.entry_computation if hasattr(m, "entry_computation") else m.entry
+    why = triton_supported_computation(entry.root)
+    assert why is not None and "symbolic tile" in why
