@@ -252,12 +252,27 @@ class PassProgress(Listener):
             self.total = max(1, len(spec.passes()))
             self.title = self.title or spec.name
 
+    def _fit(self, path: str) -> str:
+        """The pass path, cut at '/' boundaries from the left (then cropped)
+        to the width the bar's other columns leave: rich would otherwise
+        squeeze the count and time columns into ellipses."""
+        # title, bar (40), "done/total" (the total may grow by a digit),
+        # elapsed "0:00:00", four gaps and a margin
+        counts = 2 * len(str(self.total)) + 3
+        room = max(8, report.console().width - len(self.title) - 40 - counts - 7 - 4 - 2)
+        if len(path) <= room:
+            return path
+        parts = path.split("/")
+        while len(parts) > 1 and len("/".join(parts)) > room:
+            parts.pop(0)
+        return "/".join(parts)[-room:]
+
     def on_before_pass(self, ev, module) -> None:
-        self._tick(ev.path)
+        self._tick(self._fit(ev.path))
 
     def on_after_pass(self, ev, module) -> None:
         self.done += 1
-        self._tick(ev.path)
+        self._tick(self._fit(ev.path))
 
     def on_run_end(self, result, module) -> None:
         self.close()
