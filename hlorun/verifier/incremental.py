@@ -186,6 +186,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             w = watch_get(i)
             if w:
                 redo_update(w)
+    moved_names: list[Instruction] = []  # renamed or moved to another computation
     for i in ch.instructions:
         r = rget(i)
         if r is None:
@@ -200,6 +201,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         if light is not None:
             if light == RENAMED:
                 named.add(c)
+                moved_names.append(i)
                 if i in inst_f:
                     redo_add(i)
             if r[ROW_USERS] != tuple(users):
@@ -214,6 +216,7 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         redo_add(i)
         if r[ROW_NAME] != i.name or r[ROW_CONTAINER] is not c:
             named.add(c)
+            moved_names.append(i)
         if called(i.attrs) or called(r[ROW_ATTRS]):
             calling.add(c)
             calling.add(r[ROW_CONTAINER])
@@ -398,7 +401,8 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
             st.comp_f.pop(c, None)
     name_sets = st.names
     if name_sets:
-        _update_name_sets(name_sets, ch, tracker.where, old_rows)
+        _update_name_sets(name_sets, ch.removed, new + moved_names, moved_names,
+                          tracker.where, old_rows)
     for c in touched | whole:
         if c.module is not module or c not in st.comp_info:
             continue

@@ -5,9 +5,11 @@ and the small rules for what a change makes stale."""
 from __future__ import annotations
 
 from functools import lru_cache
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_
+from typing import Iterable
 
-from ..ir.changes import (Changes, ROW_ATTRS, ROW_CONTAINER, ROW_CPRED, ROW_LITERAL, ROW_NAME,
+from ..ir.changes import (ROW_ATTRS, ROW_CONTAINER, ROW_CPRED, ROW_LITERAL, ROW_NAME,
                           ROW_OPCODE, ROW_OPERANDS, ROW_PARAMETER_NUMBER, ROW_PARENT, ROW_SHAPE)
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcode import split_async_sugar
@@ -167,42 +169,32 @@ def _names(comp: Computation, sets: dict[Computation, set[str]] | None = None
     return out
 
 
-def _update_name_sets(sets: dict[Computation, set[str]], ch: Changes, where: dict,
+def _update_name_sets(sets: dict[Computation, set[str]], removed: Iterable[Instruction],
+                      came: list[Instruction], moved: list[Instruction], where: dict,
                       old_rows: dict) -> None:
     """Bring the name sets of computations whose names were unique up to
-    date with ``ch``: the names that left (removed, renamed or moved
-    instructions' old names) first, then those that came; a computation
-    where a name comes that is already there has a duplicate now, and
-    loses its set (its names are checked in full)."""
-    came: list[tuple[Computation, str]] = []
-    for i in ch.removed:
+    date: the names that left (``removed`` instructions', and the old names
+    of ``moved``, i.e. renamed or moved, ones) first, then those that came
+    (``came``: new and moved instructions, in the computations that hold
+    them now); a computation where a name comes that is already there (or
+    twice) has a duplicate now, and loses its set (its names are checked
+    in full)."""
+    for i in chain(removed, moved):
         r = old_rows[i]
         s = sets.get(r[ROW_CONTAINER])
         if s is not None:
             s.discard(r[ROW_NAME])
-    rget = old_rows.get
-    wget = where.get
-    for i in ch.instructions:
-        r = rget(i)
-        c = wget(i)
-        if r is None:
-            if c in sets:
-                came.append((c, i.name))
-            continue
-        c0 = r[ROW_CONTAINER]
-        if c0 is not c or r[ROW_NAME] != i.name:
-            s = sets.get(c0)
-            if s is not None:
-                s.discard(r[ROW_NAME])
-            if c in sets:
-                came.append((c, i.name))
-    for c, n in came:
-        s = sets.get(c)
-        if s is not None:
-            if n in s:
-                del sets[c]
+    if not came:
+        return
+    conts = list(map(where.get, came))
+    for c in list(sets):
+        names = list(compress(map(_NAME, came), map(is_, conts, repeat(c))))
+        if names:
+            s = sets[c]
+            if s.isdisjoint(names) and len(set(names)) == len(names):
+                s.update(names)
             else:
-                s.add(n)
+                del sets[c]
 
 
 def _renamed(st: _State, c: Computation, redo: set[Instruction]) -> None:
