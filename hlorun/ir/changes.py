@@ -94,7 +94,7 @@ import gc
 import os
 import time
 import weakref
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 from operator import attrgetter, ge, is_
 from typing import Hashable, Iterable
 
@@ -357,7 +357,7 @@ class ModuleTracker:
             instrs.extend(got)
             containers.extend(repeat(c, len(got)))
             if was is not None and was[2] != seq:
-                gone.update(set(was[2]).difference(c._instructions))
+                gone.update(filterfalse(c._instructions.__contains__, was[2]))
         comp_rows = dict(zip(comps, zip(map(COMP, comps), map(tuple, map(PARAMS, comps)),
                                         (cget(c, _NO_ROW)[2] for c in comps))))
         comp_rows.update(zip(dirty, (r + (q,) for r, q in zip(
