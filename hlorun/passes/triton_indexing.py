@@ -44,6 +44,7 @@ from ..ir.module import Instruction
 from ..ir.opcode import ELEMENTWISE
 
 _PASS_THROUGH = ELEMENTWISE | {"convert", "copy"}
+_REGROUP_CHAIN = frozenset({"bitcast", "reshape", "convert", "copy"})
 
 
 def _norm(pieces) -> tuple:
@@ -198,7 +199,13 @@ def untileable_indexing(root: Instruction, inside, link=None) -> str | None:
         if key in seen:
             continue
         seen.add(key)
-        for d, pieces in enumerate(index):
+        # a bitcast/reshape/convert/copy inside the fusion is not checked
+        # itself: its operand's index is, and a round trip through reshapes
+        # that recombines there (bf16[512,384] -> [4,128,384] -> convert ->
+        # [512,384]) is what XLA's simplifier leaves as one plain column
+        # (gpt_ln_3l's layer-norm gradient sums: Triton, 7 of 7)
+        check = instr.opcode not in _REGROUP_CHAIN or not inside(instr)
+        for d, pieces in enumerate(index if check else ()):
             if not _dim_ok(pieces, ranges):
                 return (f"{instr.name}: no symbolic tile for its index along dimension {d} "
                         f"(a reshape of a transposed or split index)")
