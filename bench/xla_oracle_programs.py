@@ -350,7 +350,8 @@ DONATE = {"adam_update": (0, 2, 3), "gqa_decode_loop": (2, 3),
           "lion_tree_update": (0, 1), "embed_adagrad_rows_f32": (0, 1),
           "shampoo_newton_f32": (0, 2, 3),
           "rmsprop_tree_donated_f32": (0, 1, 2, 3), "lbfgs_two_loop_f32": (0, 2),
-          "adafactor_tree_f32": (0, 2, 3, 4)}
+          "adafactor_tree_f32": (0, 2, 3, 4), "ftrl_update_f32": (0, 1, 2),
+          "kv_prefill_cache_bf16": (2, 3), "dino_centering_ema_f32": (0, 1, 2)}
 
 # The held-out programs (testdata/xla-dumps-holdout/); bench/ is on sys.path
 # wherever this module is imported (xla_oracle_dumps.py puts it there).
@@ -362,6 +363,7 @@ from xla_holdout6_programs import HOLDOUT6  # noqa: E402
 from xla_holdout7_programs import HOLDOUT7  # noqa: E402
 from xla_holdout8_programs import HOLDOUT8  # noqa: E402
 from xla_holdout9_programs import HOLDOUT9  # noqa: E402
+from xla_holdout10_programs import HOLDOUT10  # noqa: E402
 
 PROGRAMS.update(HOLDOUT)
 PROGRAMS.update(HOLDOUT3)
@@ -371,3 +373,4 @@ PROGRAMS.update(HOLDOUT6)
 PROGRAMS.update(HOLDOUT7)
 PROGRAMS.update(HOLDOUT8)
 PROGRAMS.update(HOLDOUT9)
+PROGRAMS.update(HOLDOUT10)
