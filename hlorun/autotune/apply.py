@@ -123,10 +123,16 @@ def find_blas_call(instrs) -> Instruction | None:
     return None
 
 
+def find_blas_calls(instrs) -> list[Instruction]:
+    return [i for i in instrs
+            if i.opcode == "custom-call" and (i.custom_call_target or "").startswith("__cublas$")]
+
+
 def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: Target,
                     pin_output_layout: bool = True, size_threshold: int = 100) -> Instruction:
     """Replace a GEMM fusion by the BLAS library call (plus whatever of its
     prologue/epilogue the rewriter did not absorb).  Returns the call."""
+    from ..passes.dot_algorithm_rewriter import DotAlgorithmRewriter
     from ..passes.gemm_rewriter import GemmRewriter
 
     lib = LIBRARIES[library]
@@ -135,15 +141,22 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
         raise PassError(f"{fusion.name} has no fused computation", instruction=fusion.name)
     scratch = Module(f"{fusion.name}_fission")
     body = _clone_computation(comp, scratch, comp.name)
+    # XLA's FissionToCublas runs DotAlgorithmRewriter before the GEMM
+    # rewriter: a BF16_BF16_F32_X3/X6/X9 or TF32_TF32_F32_X3 dot becomes the
+    # 3/6/9/3 plain GEMMs (and the operand splits) cuBLAS can run.
+    DotAlgorithmRewriter().run(scratch)
     rewriter = GemmRewriter(target=target, cublaslt=lib.lt, pin_output_layout=False,
                             size_threshold=size_threshold)
     rewriter.run(scratch)
-    call = find_blas_call(body.instructions)
-    if call is None:
+    calls = find_blas_calls(scratch.entry.instructions)
+    if not calls:
         why = "; ".join(r.message for r in rewriter.remarks if r.kind == "missed") or "no dot rewritten"
         raise PassError(f"BLAS fission of {fusion.name} found no GEMM for {lib.label}: {why}",
                         instruction=fusion.name, computation=fusion.parent.name if fusion.parent else None)
-    set_blas_algorithm(call, algorithm)
+    # XLA's FissionBackend::ApplyConfig applies the config to every library
+    # call the fission made
+    for call in calls:
+        set_blas_algorithm(call, algorithm)
     # XLA's FissionBackend::ApplyConfig: the autotuner runs after fusion, so
     # priority fusion runs again on the fissioned module to fuse what the
     # rewriter left of the prologue / epilogue, before it is inlined.
@@ -153,10 +166,11 @@ def fission_to_blas(fusion: Instruction, library: str, algorithm: int, target: T
     new_instrs: list[Instruction] = []  # not a scan of the caller: O(GEMM), not O(module)
     _inline(fusion, body, new_instrs)
     _adopt_fused_computations(new_instrs)
-    call = find_blas_call(new_instrs)
-    if pin_output_layout and call is not None:
-        _pin(call, target)
-    return call
+    calls = find_blas_calls(new_instrs)
+    if pin_output_layout:
+        for call in calls:
+            _pin(call, target)
+    return calls[-1] if calls else None
 
 
 def _pin(call: Instruction, target: Target) -> None:

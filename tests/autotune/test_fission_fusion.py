@@ -39,3 +39,23 @@ def test_forced_cublaslt_leaves_one_prologue_fusion(tmp_path):
     # the fused prologue's computation is in the output module, uniquely named
     calls = loop[0].split("calls=%", 1)[1].split(",", 1)[0]
     assert out.read_text().count(f"%{calls} ") == 1
+
+
+def test_cublaslt_fission_splits_tf32x3_dot(tmp_path):
+    """XLA's FissionToCublas runs DotAlgorithmRewriter first: a
+    TF32_TF32_F32_X3 GEMM fusion that goes to cuBLAS-LT becomes three
+    ALG_DOT_TF32_TF32_F32 calls (XLA's cg_solve_tf32x3_f32 dump), never one
+    call on an algorithm cuBLAS-LT cannot run."""
+    out = tmp_path / "out.hlo"
+    hlo = TESTDATA / "autotune" / "fission_tf32x3.hlo"
+    r = CliRunner().invoke(cli, ["compile", str(hlo), "--diff", "none", "--force-backend", "cublaslt",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    kernels = _entry_kernels(out.read_text())
+    calls = [k for k in kernels if 'custom_call_target="__cublas$lt$matmul"' in k]
+    assert len(calls) == 3, kernels
+    assert all('"algorithm":"ALG_DOT_TF32_TF32_F32"' in c for c in calls), calls
+    # two accumulate into the previous result (beta=1, aliased), as in XLA's dump
+    assert sum("output_to_operand_aliasing" in c for c in calls) == 2, calls
+    # high parts of both operands, low parts of both, the NaN zeroing, the epilogue
+    assert sum("kind=kLoop" in k for k in kernels) == 6, kernels
