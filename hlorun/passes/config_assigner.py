@@ -7,7 +7,14 @@ Which fusions may become generic Triton fusions is XLA's rule
 (``BlockLevelEmitterBackend::IsSupported``): a fusion (not a custom one)
 without a dot, containing a reduce or a transpose, whose computation the
 Triton emitter supports (:mod:`.triton_support`; multi-output fusions are
-not).  XLA then *measures* both emitters on the device and keeps the faster;
+not).  XLA then *measures* both emitters on the device and keeps the faster
+(``Autotuner::PickBestConfig``, minimum duration; the block-level side is
+the performance model's top-k tilings, each also with TMA on Hopper;
+identical fusions of a module share one measurement).  So one fusion can go
+either way in two programs on the same GPU: 23 fusion bodies of the dumps
+were measured both ways (pointnet's f32[128,128] column sum went Triton,
+mobilenet's 28 copies of it native), which costs any rule on the fusion
+alone at least 38 of 1496 candidates (``bench/config_assigner_choices.py``).
 hlorun cannot measure, so it decides by which native emitter the fusion
 would get (the model below; on the candidate fusions of XLA's own
 after_optimizations modules in the dumps it makes XLA's choice for 353 of
