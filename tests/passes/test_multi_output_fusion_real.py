@@ -135,3 +135,61 @@ ENTRY %e (x: f32[256,128]) -> (f32[128,256], f32[128,256]) {
     assert shapes_compatible(a, b) is None
     assert shapes_compatible(a, c) == "tiled transpose would become untiled"
     assert shapes_compatible(c, a) == "tiled transpose would become untiled"
+
+
+WAVENET = Path(__file__).resolve().parents[2] / "testdata" / "xla-dumps-holdout" / \
+    "wavenet_dilated_train_f32"
+
+
+def test_tiled_transpose_does_not_pair_with_a_loop_transpose():
+    """wavenet's dilated-conv weight f32[2,64,128] is read by pad ->
+    {2,0,1} (a tiled transpose, kInput) and by reverse -> pad -> {1,0,2} (the
+    minor dimension stays: the loop emitter).  Their loop shapes are one
+    bitcast apart, yet XLA keeps the two kernels apart -- no module of
+    XLA's here pairs a tiled transpose hero with a loop-emitter transpose --
+    and so does hlorun; two loop-emitter transposes of one input still pair
+    (conv1d_tcn's {1,0,2} weight transposes in XLA)."""
+    from hlorun.passes.multi_output_fusion.rules import shapes_compatible
+    from hlorun.text.parser import parse_module
+    m = parse_module("""HloModule w
+%fa (p0: f32[2,64,128]) -> f32[128,3,64] {
+  %p0 = f32[2,64,128]{2,1,0} parameter(0)
+  %z0 = f32[] constant(0)
+  %pa = f32[3,64,128]{2,1,0} pad(%p0, %z0), padding=0_0_1x0_0x0_0
+  ROOT %ta = f32[128,3,64]{2,1,0} transpose(%pa), dimensions={2,0,1}
+}
+%fb (p1: f32[2,64,128]) -> f32[64,3,128] {
+  %p1 = f32[2,64,128]{2,1,0} parameter(0)
+  %z1 = f32[] constant(0)
+  %rb = f32[2,64,128]{2,1,0} reverse(%p1), dimensions={0}
+  %pb = f32[3,64,128]{2,1,0} pad(%rb, %z1), padding=0_0_1x0_0x0_0
+  ROOT %tb = f32[64,3,128]{2,1,0} transpose(%pb), dimensions={1,0,2}
+}
+%fc (p2: f32[2,64,128]) -> f32[64,2,128] {
+  %p2 = f32[2,64,128]{2,1,0} parameter(0)
+  ROOT %tc = f32[64,2,128]{2,1,0} transpose(%p2), dimensions={1,0,2}
+}
+ENTRY %e (x: f32[2,64,128]) -> (f32[128,3,64], f32[64,3,128], f32[64,2,128]) {
+  %x = f32[2,64,128]{2,1,0} parameter(0)
+  %a = f32[128,3,64]{2,1,0} fusion(%x), kind=kInput, calls=%fa
+  %b = f32[64,3,128]{2,1,0} fusion(%x), kind=kLoop, calls=%fb
+  %c = f32[64,2,128]{2,1,0} fusion(%x), kind=kLoop, calls=%fc
+  ROOT %o = (f32[128,3,64]{2,1,0}, f32[64,3,128]{2,1,0}, f32[64,2,128]{2,1,0}) tuple(%a, %b, %c)
+}
+""")
+    a, b, c = (next(i for i in m.entry.instructions if i.name == n) for n in "abc")
+    assert shapes_compatible(a, b) == "tiled transpose with a loop-emitter transpose"
+    assert shapes_compatible(b, a) == "tiled transpose with a loop-emitter transpose"
+    assert shapes_compatible(b, c) == "different loop shapes"  # 3 vs 2 rows
+
+    src = next(WAVENET.glob("*.before_optimizations.txt*"))
+    result = hlorun.compile(hlorun.load(src), pipeline="gpu-cuda")
+    assert result.ok
+    from hlorun.passes.priority_fusion.analysis import find_hero, tiled_transpose
+    for f in result.module.entry.instructions:
+        if f.opcode != "fusion" or f.fused_computation.root.opcode != "tuple":
+            continue
+        body = f.fused_computation
+        heroes = [find_hero(r, set(body.instructions)) for r in body.root.operands]
+        kinds = {tiled_transpose(h) for h in heroes if h.opcode == "transpose"}
+        assert len(kinds) <= 1, f.name

@@ -162,7 +162,9 @@ def _reduce_output_consistent(a: Instruction, b: Instruction) -> bool:
 
 
 def heroes_compatible(h1: Instruction, h2: Instruction) -> str | None:
-    """``FusionHeroesAreCompatible`` (the transpose-path check left out)."""
+    """``FusionHeroesAreCompatible`` (the transpose-path check left out), plus
+    one observed rule: a tiled transpose hero never pairs with a transpose
+    hero the loop emitter runs."""
     r1, r2 = _is_unnested_reduce(h1), _is_unnested_reduce(h2)
     t1, t2 = tiled_transpose(h1), tiled_transpose(h2)
     if r1 and r2 and not _reduce_output_consistent(h2, h1):
@@ -172,6 +174,15 @@ def heroes_compatible(h1: Instruction, h2: Instruction) -> str | None:
         return "tiled transposes with different shapes"
     if (t1 and r2) or (r1 and t2):
         return "MOF-fusion of a transpose and a reduction"
+    if t1 != t2 and h1.opcode == h2.opcode == "transpose":
+        # Observed, not read: the gpu_fusible.cc we can read allows a tiled
+        # transpose hero next to a transpose the loop emitter runs (the
+        # latter has no TransposeDescription), but none of XLA's 140
+        # after_optimizations modules here holds such a pair, while siblings
+        # of that form are common (wavenet's dilated-conv weights: pad ->
+        # {2,0,1} and reverse -> pad -> {1,0,2}; mamba2's {0,1,3,4,2} and
+        # {0,1,3,2,4} of one input): XLA keeps them apart.
+        return "tiled transpose with a loop-emitter transpose"
     return None
 
 
