@@ -68,6 +68,13 @@ class Pass:
     def run(self, module: Module) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def converged(self, module: Module) -> bool:
+        """True when running again on ``module``, exactly as this pass's
+        previous ``run`` left it, is known to change nothing (its run
+        already reached a fixed point there).  A fixed-point step then
+        counts the rerun without running it.  Default: unknown (False)."""
+        return False
+
     # -- helpers ---------------------------------------------------------------
     def remark(self, instr: Instruction | str | None, message: str, kind: str = "applied",
                derived_from: Iterable[Instruction | str] = (), **data: Any) -> None:

@@ -128,35 +128,46 @@ class DfsRewriteVisitor:
         while stack:
             cur = stack[-1]
             st = get(cur)
-            if st == visited or cur.parent is None:
-                pop()
+            if st is None:
+                if cur.parent is None:
+                    pop()
+                    continue
+                state[cur] = visiting
+                # XLA pushes the operands, then the control predecessors,
+                # and reverses what it pushed (the first operand is expanded
+                # first, as a recursive walk would): pushed here in that
+                # reversed order directly
+                preds = cur.control_predecessors
+                if preds:
+                    for op in reversed(preds):
+                        if get(op) != visited:
+                            push(op)
+                ops = cur.operands
+                if len(ops) == 1:
+                    op = ops[0]
+                    s = get(op)
+                    if s is None:
+                        push(op)
+                    elif s == visiting:
+                        raise ValueError(f"cycle through {op.name} and {cur.name}")
+                else:
+                    for op in reversed(ops):
+                        s = get(op)
+                        if s is None:
+                            push(op)
+                        elif s == visiting:
+                            raise ValueError(f"cycle through {op.name} and {cur.name}")
                 continue
-            if st == visiting:
-                pop()
+            pop()
+            if st == visiting and cur.parent is not None:
                 if should is None or should(cur):
                     op = cur.opcode
                     fn = handlers.get(op)
                     if fn is None:
                         fn = handlers[op] = _class_handler(cls, op)
-                    fn(self, cur)
+                    if fn is not _NOOP:
+                        fn(self, cur)
                 state[cur] = visited
-                continue
-            state[cur] = visiting
-            mark = len(stack)
-            for op in cur.operands:
-                s = get(op)
-                if s == visiting:
-                    raise ValueError(f"cycle through {op.name} and {cur.name}")
-                if s != visited:
-                    push(op)
-            if cur.control_predecessors:
-                for op in cur.control_predecessors:
-                    if get(op) != visited:
-                        push(op)
-            # XLA reverses what it pushed: the first operand is expanded first,
-            # as a recursive walk would.
-            if len(stack) - mark > 1:
-                stack[mark:] = stack[mark:][::-1]
 
     # -- rewriting ---------------------------------------------------------------------
     def replace_instruction(self, old: Instruction, new: Instruction) -> None:
@@ -178,6 +189,11 @@ class DfsRewriteVisitor:
         new = as_shape(reduce.parent, new, reduce.shape)
         self.replace_instruction(reduce, new)
         return new
+
+
+#: The base class's ``default_action``, which does nothing: the walk does
+#: not call it (most instructions of a module have no handler).
+_NOOP = DfsRewriteVisitor.default_action
 
 
 # ---------------------------------------------------------------------------

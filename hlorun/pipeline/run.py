@@ -366,7 +366,9 @@ class PipelineRunner:
                 while n < step.max_iterations:
                     n += 1
                     self._runs += 1
-                    c = bool(inst.run(module))
+                    # a rerun on the module the previous run left: skipped
+                    # when the pass knows it would change nothing
+                    c = False if n > 1 and inst.converged(module) else bool(inst.run(module))
                     changed |= c
                     if not c:
                         break

@@ -60,6 +60,7 @@ Postcondition: none of the patterns above remains (run to a fixed point).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from ...ir.module import Module
@@ -106,10 +107,18 @@ class AlgebraicSimplifier(Pass):
     unconditionally_simplify_reduce_of_transpose_or_reshape: bool = True
 
     def run(self, module: Module) -> bool:
+        object.__setattr__(self, "_converged_on", None)
         changed = False
         for _ in range(100 if self.run_to_fixed_point else 1):
             visitor = AlgsimpVisitor(self)
             if not visitor.run_on_module(module):
+                # the last walk changed nothing: a rerun on the module as
+                # it is now would walk the same and change nothing again
+                object.__setattr__(self, "_converged_on", weakref.ref(module))
                 break
             changed = True
         return changed
+
+    def converged(self, module: Module) -> bool:
+        got = getattr(self, "_converged_on", None)
+        return got is not None and got() is module

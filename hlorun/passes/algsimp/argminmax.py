@@ -93,9 +93,10 @@ def share_with_arg(v, reduce: Instruction, arg: Instruction, init: Instruction) 
     ``arg``; True when it did."""
     root = reduce.attrs["to_apply"].root
     for opcode, is_max in (("maximum", True), ("minimum", False)):
-        if not _scalar_constant(init, extreme(init.shape.element_type, lowest=is_max)):
-            continue
+        # (the reducer's root first: the cheaper of two pure tests)
         if not _any_order(root, opcode, lambda p: _param(p, 0), lambda p: _param(p, 1)):
+            continue
+        if not _scalar_constant(init, extreme(init.shape.element_type, lowest=is_max)):
             continue
         for user in arg.users:
             if user is not reduce and user.operands[0] is arg and \

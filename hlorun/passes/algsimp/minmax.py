@@ -21,6 +21,8 @@ and the clamp rewrite (the monotone-function rewrites are not implemented):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ...ir.literal import numpy_dtype
@@ -28,8 +30,11 @@ from ...ir.module import Instruction
 from ...ir.shape import is_floating, is_integral
 
 
+@lru_cache(maxsize=None)
 def extreme(element_type: str, lowest: bool):
-    """``LiteralUtil::MinValue`` / ``MaxValue`` as a numpy scalar, or None."""
+    """``LiteralUtil::MinValue`` / ``MaxValue`` as a numpy scalar, or None
+    (cached: a pure function of its arguments, and numpy scalars are
+    immutable; algsimp asks for every reduce and max/min it visits)."""
     try:
         dt = numpy_dtype(element_type)
     except Exception:
@@ -57,13 +62,26 @@ def is_all(op: Instruction, value) -> bool:
     elements all equal ``value``."""
     while op.opcode == "broadcast":
         op = op.operands[0]
-    if op.opcode != "constant" or op.literal is None or value is None:
+    lit = op.literal
+    if op.opcode != "constant" or lit is None or value is None:
         return False
-    try:
-        arr = np.asarray(op.literal.value)
-    except Exception:
-        return False
-    return arr.size > 0 and bool(np.all(arr == value))
+    # the answer is memoized on the literal (as ``Literal.is_scalar_value``
+    # does; a tuple key never equals that method's float keys)
+    memo = lit._all_equal
+    if memo is None:
+        memo = lit._all_equal = {}
+    key = (_IS_ALL, type(value), value)
+    got = memo.get(key)
+    if got is None:
+        try:
+            arr = np.asarray(lit.value)
+        except Exception:
+            return False
+        got = memo[key] = arr.size > 0 and bool(np.all(arr == value))
+    return got
+
+
+_IS_ALL = "minmax.is_all"
 
 
 def simplify(visitor, instr: Instruction, lowest: bool, propagate_nan: bool = True) -> bool:
