@@ -112,6 +112,19 @@ def cross_validate(dev: str, folds: int = 5, settings=None) -> dict:
     return {k: j[k] for k in KEYS}
 
 
+def tile_alignment(m: int, n: int, k: int) -> str:
+    """Whether a GEMM's dimensions are whole multiples of the common tile
+    sizes: real programs' GEMMs mostly are, the random calibration shapes
+    mostly not (session 9, H200 train-split CV: 27 misses of the 208 GEMMs
+    whose m, n and k are multiples of 128, 13%, against 49 of the 1063 whose
+    k is not a multiple of 64, 4.6%)."""
+    if all(x % 128 == 0 for x in (m, n, k)):
+        return "m, n, k multiples of 128"
+    if all(x % 64 == 0 for x in (m, n, k)):
+        return "m, n, k multiples of 64"
+    return "k multiple of 64" if k % 64 == 0 else "other"
+
+
 def _classes(g) -> dict:
     p = g.problem
     gf = 2.0 * p.batch * p.m * p.n * p.k / 1e9
@@ -123,6 +136,7 @@ def _classes(g) -> dict:
             "shape": g.case.get("category", ""), "batch": "batched" if p.batch > 1 else "single",
             "layout": f"lhs {'K' if p.lhs_k_major else 'M'}-major, rhs {'K' if p.rhs_k_major else 'N'}-major",
             "size": "<0.1 GFLOP" if gf < 0.1 else "0.1-1 GFLOP" if gf < 1 else "1-10 GFLOP" if gf < 10 else ">=10 GFLOP",
+            "tile alignment": tile_alignment(p.m, p.n, p.k),
             "split_k": "split-K timed" if any(c.triton and c.triton.split_k > 1 for c in g.triton) else "no split-K",
             "measured margin": margin}
 

@@ -119,6 +119,24 @@ def test_s4_throughput_within_2x_of_the_incident():
     assert big["predicted_tflops"] > small["predicted_tflops"]
 
 
+def test_misses_by_tile_alignment():
+    """``--misses`` classes a GEMM by whether its dimensions are whole
+    multiples of the common tile sizes (the real programs' shapes)."""
+    import importlib.util
+    from ..conftest import REPO as ROOT
+    spec = importlib.util.spec_from_file_location("cal", ROOT / "bench" / "autotune_calibration.py")
+    cal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cal)
+    assert cal.tile_alignment(1024, 512, 512) == "m, n, k multiples of 128"
+    assert cal.tile_alignment(8192, 256, 192) == "m, n, k multiples of 64"
+    assert cal.tile_alignment(1000, 768, 768) == "k multiple of 64"
+    assert cal.tile_alignment(1280, 1280, 1296) == "other"
+    by_id = {g.gemm: g for g in D.load("H200", "train")}
+    # x11_c0407, bf16 1280^3: XLA picked Triton; c0164, tf32 16x3072x48x1024
+    assert cal._classes(by_id["x11_c0407"])["tile alignment"] == "m, n, k multiples of 128"
+    assert cal._classes(by_id["c0164"])["tile alignment"] == "k multiple of 64"
+
+
 def test_measured_noise_grows_as_kernels_shrink():
     from hlorun.autotune.noise import _table, measured_sigma
     for dev in ("H200", "H100"):
