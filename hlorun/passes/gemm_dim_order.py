@@ -111,7 +111,7 @@ def to_operand(instr: Instruction, order: Order, operand_index: int = 0) -> Orde
             return None
         return _reshape(instr.shape, order, op.shape)
     if instr.opcode == "broadcast":
-        return {j: order[d] for j, d in enumerate(instr.dimensions)}
+        return _broadcast_operand(instr, order)
     if instr.opcode == "concatenate":
         return _concatenate_operand(instr, order, operand_index)
     if instr.opcode in ELEMENTWISE or instr.opcode in ("slice", "copy"):
@@ -121,6 +121,31 @@ def to_operand(instr: Instruction, order: Order, operand_index: int = 0) -> Orde
             return dict(order)
         return {}
     return None
+
+
+def _dot_dim(label: tuple) -> tuple:
+    """The dot dimension a fragment belongs to (its label without the
+    piece indices a split added)."""
+    return label[:2]
+
+
+def _broadcast_operand(instr: Instruction, order: Order) -> Order | None:
+    """XLA's kBroadcast propagation toward the operand: the operand keeps the
+    fragments of the dimensions it has; a broadcast that creates a piece
+    (size > 1) of a dot dimension whose other pieces the operand still
+    carries is refused ("Unsupported broadcast") -- GQA's repeat of the KV
+    heads, [b, kv, d, s] -> [b, kv, group, d, s] read as batch b*kv*group,
+    stays a kernel of its own."""
+    out = {j: order[d] for j, d in enumerate(instr.dimensions)}
+    present = {_dot_dim(label) for frags in out.values() for label, size in frags
+               if size > 1 and label[0] != "u"}
+    kept = set(instr.dimensions)
+    for d, frags in order.items():
+        if d in kept:
+            continue
+        if any(size > 1 and label[0] != "u" and _dot_dim(label) in present for label, size in frags):
+            return None
+    return out
 
 
 def _slice_operand(instr: Instruction, op, order: Order) -> Order | None:
