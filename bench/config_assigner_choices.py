@@ -8,8 +8,8 @@ by fingerprint (the fusion printed with operand shapes and backend config:
 identical fusions of one module are measured once and all get the result),
 asks each backend for its configs (NATIVE_EMITTER: one; BLOCK_LEVEL_EMITTER:
 the top-k tilings of the indexing performance model,
-``xla_gpu_fusion_autotune_top_k_configs``, plus a TMA variant of each where
-the device has TMA, block_level_emitter.cc), compiles and times them all on
+``xla_gpu_fusion_autotune_top_k_configs``, plus a TMA variant of each tiling
+``IsTmaRecommended`` for, block_level_emitter.cc), compiles and times them all on
 the GPU and keeps the fastest (``PickBestConfig``: minimum duration).  So
 the same fusion can go either way in two programs compiled on the same GPU
 when the two emitters are close.  hlorun models the outcome

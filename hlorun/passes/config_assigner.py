@@ -9,7 +9,7 @@ without a dot, containing a reduce or a transpose, whose computation the
 Triton emitter supports (:mod:`.triton_support`; multi-output fusions are
 not).  XLA then *measures* both emitters on the device and keeps the faster
 (``Autotuner::PickBestConfig``, minimum duration; the block-level side is
-the performance model's top-k tilings, each also with TMA on Hopper;
+the performance model's top-k tilings, plus TMA variants where recommended;
 identical fusions of a module share one measurement).  So one fusion can go
 either way in two programs on the same GPU: 23 fusion bodies of the dumps
 were measured both ways (pointnet's f32[128,128] column sum went Triton,
