@@ -4,8 +4,10 @@
   gets ``triton_gemm_config`` (XLA's TritonBackend::ApplyConfig), printed as
   in the dumps: ``{"kind":"__triton_gemm","triton_gemm_config":{"block_k":"64",...}}``.
 * BLAS: XLA's FissionBackend -- the fused computation is copied into a
-  scratch module, the BLAS rewriter (hlorun's ``cublas-gemm-rewriter``, not
-  a copy of it) turns its dot into the library custom call, the chosen
+  scratch module, DotAlgorithmRewriter splits a BF16_BF16_F32_X3/X6/X9 or
+  TF32_TF32_F32_X3 dot into the plain GEMMs the library runs (FissionToCublas),
+  the BLAS rewriter (hlorun's ``cublas-gemm-rewriter``, not a copy of it)
+  turns each dot into the library custom call, the chosen
   algorithm goes into ``selected_algorithm`` / ``autotune_workspace_size``,
   and the result is inlined in place of the fusion.  The library writes
   the canonical layout only, so the call's output is pinned to
