@@ -106,6 +106,27 @@ class HloCSE(Pass):
     def _run_on_computation(self, comp: Computation, ctx: "_Context",
                             fusion: Instruction | None) -> bool:
         changed = self._combine_constants(comp, ctx)
+        if not _distinct_keys(comp, ctx.cheap_key):
+            changed |= self._eliminate(comp, ctx)
+        if fusion is not None and fusion.parent is not None and comp.root is not None \
+                and comp.root.opcode == "tuple" and fusion.shape.is_tuple:
+            root = comp.root
+            first: dict[Instruction, int] = {}
+            for idx, op in enumerate(root.operands):
+                first.setdefault(op, idx)
+            if len(first) < len(root.operands):
+                for user in fusion.users:
+                    if user.opcode == "get-tuple-element":
+                        new = first[root.operands[user.tuple_index]]
+                        if new != user.tuple_index:
+                            user.attrs["index"] = str(new)
+                            changed = True
+        return changed
+
+    def _eliminate(self, comp: Computation, ctx: "_Context") -> bool:
+        """The post-order walk that replaces instructions by identical
+        earlier ones."""
+        changed = False
         effects = SideEffects()
         # Keys in two levels: the opcode, shape and operands first; the rest
         # of the key (attributes, called computations' structure) only for
@@ -171,20 +192,38 @@ class HloCSE(Pass):
                     changed = True
                     if is_dead(b) and not b.control_predecessors and not b.control_successors:
                         comp.remove_instruction(b)
-        if fusion is not None and fusion.parent is not None and comp.root is not None \
-                and comp.root.opcode == "tuple" and fusion.shape.is_tuple:
-            root = comp.root
-            first: dict[Instruction, int] = {}
-            for idx, op in enumerate(root.operands):
-                first.setdefault(op, idx)
-            if len(first) < len(root.operands):
-                for user in fusion.users:
-                    if user.opcode == "get-tuple-element":
-                        new = first[root.operands[user.tuple_index]]
-                        if new != user.tuple_index:
-                            user.attrs["index"] = str(new)
-                            changed = True
         return changed
+
+
+def _distinct_keys(comp: Computation, cheap_key) -> bool:
+    """True when :meth:`HloCSE._eliminate` would change nothing in ``comp``:
+    no two instructions it could eliminate share the first part of their
+    key (opcode, shape, operands), and none has two iota operands (the
+    iota rule).  Nothing is replaced then, so no key changes during the
+    walk either.  (Counted conservatively: every instruction with
+    operands, and the zero-operand ones ``_should_eliminate`` may accept.)
+    One scan without the post order or the side-effect analysis: most
+    computations, in most runs, have nothing to eliminate."""
+    seen: set = set()
+    add = seen.add
+    n = 0
+    for i in comp._instructions:
+        ops = i.operands
+        if not ops:
+            if i.opcode not in ("partition-id", "replica-id") and "frontend_attributes" not in i.attrs:
+                continue  # never eliminated
+        elif len(ops) > 1:
+            iotas = 0
+            for o in ops:
+                if o.opcode == "iota":
+                    iotas += 1
+            if iotas > 1:
+                return False
+        add(cheap_key(i))
+        n += 1
+        if len(seen) != n:
+            return False
+    return True
 
 
 class _Context:
