@@ -22,7 +22,7 @@ violation into a rejection *with its reason*.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .devices import DeviceSpec
@@ -163,6 +163,21 @@ K_MIN_WARPS_WGMMA = 4
 K_MAX_WARPS_PER_SCHEDULER = 5
 
 
+def _with(c: TritonConfig, **changes: Any) -> TritonConfig:
+    """``dataclasses.replace(c, **changes)`` for a TritonConfig (every field
+    an init field, no ``__post_init__``): the same object, built without
+    ``replace``'s per-field introspection (the search space makes tens of
+    thousands per autotuner run)."""
+    new = _new(TritonConfig)
+    d = new.__dict__
+    d.update(c.__dict__)
+    d.update(changes)
+    return new
+
+
+_new = object.__new__
+
+
 @dataclass
 class _Noted:
     config: TritonConfig
@@ -254,7 +269,7 @@ class SearchSpace:
             cfgs = self._extend(cfgs, self._tma)
         if self.d.is_rocm:
             cfgs = self._extend(cfgs, self._waves_per_eu)
-        return [replace(c.config, num_ctas=1) for c in cfgs]
+        return [_with(c.config, num_ctas=1) for c in cfgs]
 
     @staticmethod
     def _extend(cfgs: list[_Noted], fn) -> list[_Noted]:
@@ -274,7 +289,7 @@ class SearchSpace:
                     max_n = min(m * 2, max_n)
             n = min_n
             while n <= max_n:
-                out.append(_Noted(replace(c.config, block_m=m, block_n=n),
+                out.append(_Noted(_with(c.config, block_m=m, block_n=n),
                                   self.num_result_tiles((m, n)) < self.d.core_count))
                 n *= 2
             m *= 2
@@ -285,7 +300,7 @@ class SearchSpace:
         last = cfgs[-1]
         kept = [c for c in cfgs if not c.not_enough_tiles]
         if not kept:
-            kept = [_Noted(replace(last.config, block_m=self.min_out[0], block_n=self.min_out[1]),
+            kept = [_Noted(_with(last.config, block_m=self.min_out[0], block_n=self.min_out[1]),
                            last.not_enough_tiles)]
         return kept
 
@@ -293,14 +308,14 @@ class SearchSpace:
         w = self.min_warps
         mx = self.max_warps((c.config.block_m, c.config.block_n))
         while w <= mx:
-            out.append(_Noted(replace(c.config, num_warps=w), c.not_enough_tiles))
+            out.append(_Noted(_with(c.config, num_warps=w), c.not_enough_tiles))
             w *= 2
 
     def _contracting(self, c: _Noted, out: list[_Noted]) -> None:
         mx = max(self.max_k((c.config.block_m, c.config.block_n)), self.min_k)
         k = self.min_k
         while k <= mx:
-            out.append(_Noted(replace(c.config, block_k=k), c.not_enough_tiles))
+            out.append(_Noted(_with(c.config, block_k=k), c.not_enough_tiles))
             k *= 2
 
     def _split_k(self, c: _Noted, out: list[_Noted]) -> None:
@@ -310,7 +325,7 @@ class SearchSpace:
         tiles = self.num_result_tiles((c.config.block_m, c.config.block_n))
         s = 2
         while s <= 16 and self.k // s >= c.config.block_k and tiles * (s // 2) < self.d.core_count:
-            out.append(_Noted(replace(c.config, split_k=s), c.not_enough_tiles))
+            out.append(_Noted(_with(c.config, split_k=s), c.not_enough_tiles))
             s *= 2
 
     def _stages(self, c: _Noted, out: list[_Noted]) -> None:
@@ -320,16 +335,16 @@ class SearchSpace:
         limit = max(1, _ceil_div(self._k_limit_smem((cfg.block_m, cfg.block_n)), cfg.block_k))
         mx = min(available, limit, K_MAX_WARPS_PER_SCHEDULER)
         for s in range(1, mx + 1):
-            out.append(_Noted(replace(cfg, num_stages=s), c.not_enough_tiles))
+            out.append(_Noted(_with(cfg, num_stages=s), c.not_enough_tiles))
 
     def _tma(self, c: _Noted, out: list[_Noted]) -> None:
-        out.append(_Noted(replace(c.config, is_tma_allowed=False), c.not_enough_tiles))
+        out.append(_Noted(_with(c.config, is_tma_allowed=False), c.not_enough_tiles))
         if self.exhaustive or is_tma_recommended(c.config):
-            out.append(_Noted(replace(c.config, is_tma_allowed=True), c.not_enough_tiles))
+            out.append(_Noted(_with(c.config, is_tma_allowed=True), c.not_enough_tiles))
 
     def _waves_per_eu(self, c: _Noted, out: list[_Noted]) -> None:
         for w in (0, 1, 2, 4):
-            out.append(_Noted(replace(c.config, waves_per_eu=w), c.not_enough_tiles))
+            out.append(_Noted(_with(c.config, waves_per_eu=w), c.not_enough_tiles))
 
     # -- restriction to the platform's default list -----------------------------------
     def optimize(self, configs: list[TritonConfig], hints: Iterable[TritonConfig]) -> list[TritonConfig]:
@@ -343,8 +358,8 @@ class SearchSpace:
             bm = min(max(h.block_m, self.min_out[0]), self.max_out[0])
             bn = min(max(h.block_n, self.min_out[1]), self.max_out[1])
             bk = min(max(h.block_k, self.min_k), self.max_k((bm, bn)))
-            allowed.add(replace(h, block_m=bm, block_n=bn, block_k=bk, split_k=1, num_ctas=1))
-        kept = [c for c in configs if replace(c, split_k=1) in allowed]
+            allowed.add(_with(h, block_m=bm, block_n=bn, block_k=bk, split_k=1, num_ctas=1))
+        kept = [c for c in configs if _with(c, split_k=1) in allowed]
         return kept if kept else hints
 
     def configs(self) -> list[TritonConfig]:
