@@ -102,3 +102,50 @@ ENTRY %e ({params}) -> f32[{total}] {{
 """
     assert total >= 2048 * 132 and total % 4 == 0
     assert _dims(text)[0] == total // (4 if unrolled else 1) // 128
+
+
+# transformer_2l_bf16 (known dump): XLA's fused_multiply_reduce, the final
+# layer norm's backward row sum over 256 features of 512 rows, reading bf16
+# activations; the f32 twin reads f32 only
+def _row_sum(rows: int, row: int, dtype: str = "bf16") -> str:
+    return f"""HloModule rowsum
+%add (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}}
+%fused_reduce (p0: {dtype}[{rows},{row}], p1: f32[{row}]) -> f32[{rows}] {{
+  %p0 = {dtype}[{rows},{row}]{{1,0}} parameter(0)
+  %c = f32[{rows},{row}]{{1,0}} convert(%p0)
+  %p1 = f32[{row}]{{0}} parameter(1)
+  %b = f32[{rows},{row}]{{1,0}} broadcast(%p1), dimensions={{1}}
+  %m = f32[{rows},{row}]{{1,0}} multiply(%c, %b)
+  %z = f32[] constant(0)
+  ROOT %r = f32[{rows}]{{0}} reduce(%m, %z), dimensions={{1}}, to_apply=%add
+}}
+ENTRY %e (x: {dtype}[{rows},{row}], w: f32[{row}]) -> f32[{rows}] {{
+  %x = {dtype}[{rows},{row}]{{1,0}} parameter(0)
+  %w = f32[{row}]{{0}} parameter(1)
+  ROOT %f = f32[{rows}]{{0}} fusion(%x, %w), kind=kInput, calls=%fused_reduce
+}}
+"""
+
+
+@pytest.mark.parametrize("rows, row, dtype, dims", [
+    # RowReductionFusion: 16 elements per thread -> 32 threads along the row,
+    # 8 rows per block (256 threads), one block across the row (vector 4 for
+    # bf16 inputs, 2 for f32): 512 / 8 blocks
+    (512, 256, "bf16", (64, 256)),
+    (512, 256, "f32", (64, 256)),
+    # a long row: 1024 threads along it, vector 2, 8 x 1024 x 2 elements per
+    # block tile -> 4 blocks per row
+    (8, 65536, "f32", (8 * 4, 1024)),
+    # MultiRowReductionFusion: a 32-element f32 row fits one warp's 2-vectors;
+    # 16 threads per row, 16 rows per block
+    (8192, 32, "f32", (8192 // 16, 256)),
+    # ... but not if the blocks would not fill the GPU's 132 SMs: the vector
+    # halves to 1 (32 threads per row, 8 rows per block)
+    (2048, 32, "f32", (2048 // 8, 256)),
+])
+def test_row_reductions_launch_like_xlas_mlir_emitters(rows, row, dtype, dims):
+    assert _dims(_row_sum(rows, row, dtype)) == dims
