@@ -87,6 +87,34 @@ def _has_op_name(dot: Instruction) -> bool:
         'op_name=""' not in str(dot.attrs.get("metadata", ""))
 
 
+def _flattened_rows(dot: Instruction, lhs: Instruction) -> list[int] | None:
+    """The leading dimensions ``[d0, ..., dk]`` a rank-2 dot's rows come
+    from when its lhs is DotDecomposer's flattening of an activation
+    ``X[d0, ..., dk, c]`` (``reshape`` to ``[d0*...*dk, c]``, contracting
+    dimension last, no batch dimensions); None otherwise.
+
+    Observed, not read: XLA merges such dots (``x @ Wq``, ``x @ Wk``,
+    ``x @ Wv`` of one ``x[b, s, d]``) with the slices in the unflattened
+    result space -- JAX 0.11.2's dumps (llama_swiglu_2l_bf16: the merged
+    ``[512,1536]`` GEMM is read through ``bitcast [2,256,1536]`` and
+    ``slice [2,256,512]``, one ``{0,2,1}`` transpose per projection before the
+    RoPE slices) -- as if the dots were merged before being flattened.  The
+    slice then feeds the per-head reshape directly, so layout assignment's
+    copy lands on the whole projection (MoveCopyToUsers stops at the
+    reshape) instead of being sunk below the RoPE/head slices of the
+    flattened value (one transpose per slice)."""
+    if lhs.opcode != "reshape" or dot.shape.rank != 2 or lhs.shape.rank != 2 \
+            or _dims(dot, "lhs_batch_dims") or _dims(dot, "lhs_contracting_dims") != [1]:
+        return None
+    src = lhs.operands[0].shape
+    if src.rank < 3 or src.dimensions[-1] != lhs.shape.dimensions[1]:
+        return None
+    rows = list(src.dimensions[:-1])
+    if any(d == 1 for d in rows):
+        return None
+    return rows
+
+
 class _Reach(DfsReach):
     """DfsReach over a graph where the instructions the merges create
     (concatenations, slices, transposes) have no position of their own:
@@ -188,6 +216,23 @@ class _Merger:
                           {"dimensions": format_int_list([outer])}, comp=self.comp)
             lhs, rhs = (shared, concat) if lhs_same else (concat, shared)
             new_dot = self.new_dot(a, b, lhs, rhs)
+            rows = _flattened_rows(a, shared) if lhs_same else None
+            if rows is not None:
+                # sliced in the dot's unflattened result space (see
+                # _flattened_rows), then flattened back for the users
+                n = new_dot.shape.dimensions[-1]
+                full = make("reshape", Shape.array(new_dot.shape.element_type, rows + [n]),
+                            [new_dot], metadata_from=new_dot, comp=self.comp)
+                n_a = a.shape.dimensions[-1]
+                starts, lim = [0] * (len(rows) + 1), rows + [n]
+                parts = []
+                for x, lo, hi in ((a, 0, n_a), (b, n_a, n)):
+                    st, li = list(starts), list(lim)
+                    st[-1], li[-1] = lo, hi
+                    piece = self.slice(full, Shape.array(x.shape.element_type, rows + [hi - lo]),
+                                       st, li)
+                    parts.append(make("reshape", x.shape, [piece], comp=self.comp))
+                return self.finish(a, b, new_dot, parts[0], parts[1])
             rank = new_dot.shape.rank
             slice_dim = rank - (1 if lhs_same else 1 + shared_free)
             lim = list(new_dot.shape.dimensions)
