@@ -61,17 +61,18 @@ def _norm(pieces) -> tuple:
     return tuple(sorted(out, key=lambda p: -p[3]))
 
 
-def _dim_ok(pieces, ranges) -> bool:
-    """``ExtractSizeAndStride`` succeeds on one normalized dimension index."""
+def _dim_ok(pieces) -> bool:
+    """``ExtractSizeAndStride`` succeeds on one normalized dimension index
+    (a variable's last element is its range)."""
     if not pieces:
         return True
-    whole = [p[1] == 1 and p[2] >= ranges[p[0]] for p in pieces]
+    whole = [p[1] == 1 and p[2] >= p[0][-1] for p in pieces]
     if len(pieces) == 1:
         return whole[0] or p_is_dim(pieces[0])
     if not all(whole):
         return False
     for prev, cur in zip(pieces, pieces[1:]):
-        if ranges[cur[0]] * cur[3] != prev[3]:
+        if cur[0][-1] * cur[3] != prev[3]:
             return False
     return True
 
@@ -173,6 +174,18 @@ def operand_indices(instr: Instruction, index, fresh) -> list | None:
     return None
 
 
+def fresh(instr, d, n):
+    """A reduce's range variable (its last element: its range; variables
+    compare as before it was added, as equal prefixes mean equal ranges)."""
+    return (((("s", id(instr), d, n)), 1, n, 1),) if n > 1 else ()
+
+
+def root_index(root: Instruction) -> tuple:
+    """The index of the fusion root: ``(d0, ..., dn)``, each variable with
+    its range as last element."""
+    return tuple(_norm([(("d", k, n), 1, n, 1)]) for k, n in enumerate(root.shape.dimensions))
+
+
 def untileable_indexing(root: Instruction, inside, link=None) -> str | None:
     """Why ``SymbolicTileAnalysis`` cannot tile the fusion whose root is
     ``root``, or None.  ``inside(x)``: whether ``x`` is an instruction of
@@ -180,16 +193,7 @@ def untileable_indexing(root: Instruction, inside, link=None) -> str | None:
     through); ``link(x)``: for a fusion parameter (or an operand that is a
     fusion) ``x``, the instruction it stands for (a fused producer's root, or
     the fusion's operand)."""
-    ranges: dict = {}
-    start = []
-    for k, n in enumerate(root.shape.dimensions):
-        ranges[("d", k)] = n
-        start.append(_norm([(("d", k), 1, n, 1)]))
-
-    def fresh(instr, d, n):
-        v = ("s", id(instr), d)
-        ranges[v] = n
-        return ((v, 1, n, 1),) if n > 1 else ()
+    start = root_index(root)
 
     seen = set()
     stack = [(root, tuple(start))]
@@ -206,7 +210,7 @@ def untileable_indexing(root: Instruction, inside, link=None) -> str | None:
         # (gpt_ln_3l's layer-norm gradient sums: Triton, 7 of 7)
         check = instr.opcode not in _REGROUP_CHAIN or not inside(instr)
         for d, pieces in enumerate(index if check else ()):
-            if not _dim_ok(pieces, ranges):
+            if not _dim_ok(pieces):
                 return (f"{instr.name}: no symbolic tile for its index along dimension {d} "
                         f"(a reshape of a transposed or split index)")
         if not inside(instr):

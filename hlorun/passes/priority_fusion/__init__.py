@@ -151,7 +151,7 @@ class _Queue(UnitFacts):
             if self.bodies is None:
                 return can_fuse_triton(producer, consumer, self._triton_refusal)
             return can_fuse_triton(producer, consumer, self._triton_refusal, self._members,
-                                   self._tiling)
+                                   self._tiling, self.tiles.refusal)
         if is_fusible_bitcast(consumer):
             return "not fusing into a single bitcast as consumer"
         why = scatter_refusal(producer, consumer)  # CanEmitInputFusedScatter
@@ -384,9 +384,13 @@ class _Queue(UnitFacts):
         if consumer.opcode == "fusion":
             fusion = consumer
             fusion.attrs["kind"] = kind
+            if self.tiles is not None:
+                self.tiles.fused(producer, consumer, fusion)
         else:
             fusion = create_fusion(consumer, kind)
             self.created.add(fusion.fused_computation)
+            if self.tiles is not None:
+                self.tiles.fused(producer, consumer, fusion)
             self._forget_facts(consumer)
             replace_with_fusion(consumer, fusion)
             for u in fusion._users:  # their operand changed: summaries name operands

@@ -22,6 +22,7 @@ from .ir_size import ir_info
 from .model import Device, Estimate, estimate
 from .triton import (involves_triton, members_refusal, tiling_refusal, triton_estimate,
                      unit_refusal, unit_summary)
+from .tiles import TileCache
 from .walks import WalkCache
 
 
@@ -58,6 +59,8 @@ class UnitFacts:
         self.triton_sums: dict[Instruction, tuple[int, dict]] = {}
         # utilization walks from per-unit summaries (None in reference mode)
         self.walks = None if reference else WalkCache(self._members, device)
+        # the symbolic-tile check's parts (None in reference mode)
+        self.tiles = None if reference else TileCache()
 
     def pair_view(self, producer: Instruction, consumer: Instruction) -> FusionView:
         """``FusionView.of_pair`` for the emitter kind, from the units' cached
@@ -198,6 +201,7 @@ class UnitFacts:
         self.triton_sums.pop(instr, None)
         if self.walks is not None:
             self.walks.forget(instr)
+            self.tiles.forget(instr)
         if self.bodies is not None and instr.opcode == "fusion":
             self.bodies.pop(instr.fused_computation, None)
 
@@ -211,10 +215,13 @@ class UnitFacts:
                                                for k, v in reads.items()})
         if self.walks is not None:
             self.walks.rename(instr, old, new)
+            self.tiles.rename(instr, old, new)
 
     def carry_over(self, instr: Instruction) -> None:
         """Restore what ``fuse`` carried over for ``instr`` (after
         ``_forget_facts``)."""
+        if self.tiles is not None:
+            self.tiles.restore(instr)
         carry = self.carry.pop(instr, None)
         if carry is not None:
             ok, summary = carry

@@ -87,10 +87,13 @@ def tiling_refusal(unit: Instruction, order=None) -> str | None:
 
 
 def can_fuse_triton(producer: Instruction, consumer: Instruction,
-                    refusal=unit_refusal, members=None, facts=None) -> str | None:
+                    refusal=unit_refusal, members=None, facts=None,
+                    pair_refusal=None) -> str | None:
     """None if producer + consumer can be one Triton fusion, else why not
     (``refusal``: :func:`unit_refusal` or a cache of it; ``members`` and
-    ``facts``: caches for :func:`..triton_tiling.consumer_refuses`)."""
+    ``facts``: caches for :func:`..triton_tiling.consumer_refuses`;
+    ``pair_refusal``: :func:`..triton_indexing.fused_pair_refusal` or a
+    cache of it, :class:`.tiles.TileCache`)."""
     for unit in (producer, consumer):
         why = refusal(unit)
         if why:
@@ -98,9 +101,10 @@ def can_fuse_triton(producer: Instruction, consumer: Instruction,
     if producer.shape.is_tuple or consumer.shape.is_tuple:
         return "tuple-shaped values are not supported by the Triton emitter"
     from ..triton_tiling import consumer_refuses
-    from ..triton_indexing import fused_pair_refusal
+    if pair_refusal is None:
+        from ..triton_indexing import fused_pair_refusal as pair_refusal
     return consumer_refuses(producer, consumer, members, facts) or \
-        fused_pair_refusal(producer, consumer)
+        pair_refusal(producer, consumer)
 
 
 def _bytes(shape) -> int:
