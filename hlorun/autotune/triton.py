@@ -498,4 +498,12 @@ def check(cfg: TritonConfig, problem: GemmProblem, device: DeviceSpec,
         why.append(f"{cfg.num_ctas}-CTA clusters need Hopper, {device.name} has none")
     if cfg.block_k < 16:
         why.append(f"block_k {cfg.block_k} < 16, Triton's minimum for dot")
+    if not why:
+        # measured: XLA compiles this config but throws it away (register
+        # spills, wrong results) on this device (discards.py)
+        from .cost import eff_class
+        from .discards import reason
+        r = reason(device.name, eff_class(problem), cfg.label)
+        if r:
+            why.append(r)
     return why
