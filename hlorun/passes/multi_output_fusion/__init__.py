@@ -79,7 +79,16 @@ class MultiOutputFusion(Pass):
     reference: bool = False
     #: as priority-fusion's (false: today's ``ProducerConsumerMergedTooLarge``); kept on here:
     #: XLA keeps transformer_2l_bf16's bf16 split-K reduce out of the layer-norm
-    #: reduction (the guard does the same; XLA's actual reason not found)
+    #: reduction, and the guard does the same.  XLA's reason is the cost check on its
+    #: own device: without the guard, with the row-reduction launch of
+    #: :func:`..priority_fusion.launch.row_reduction_launch` (64 blocks: a 4.05 TB/s
+    #: cap, under the H200's 4.81) and the H200 this pass refuses that merge
+    #: ("will execute slower if fused": 2.604 + 1 > 0.931 + 0.589 + 2 us) and makes
+    #: the ones XLA makes (transformer_2l_f32_algo_bf16 on an H200: 2.848 + 1 <
+    #: 0.985 + 0.909 + 2; transformer_remat_2l_bf16 on an H100).  bench/kernel_lists.py
+    #: compiles every dump for the H100, so the guard stays on (session 9, s9splitk:
+    #: without it, and the dump's device for this pass only, known 1568 -> 1565,
+    #: held-out 4403 -> 4397 but 112 -> 113/113 within +-10%)
     cache_invalidation_guard: bool = True
 
     def run(self, module: Module) -> bool:
