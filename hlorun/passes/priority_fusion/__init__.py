@@ -85,6 +85,11 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
+#: producers with at most this many users keep no aggregate between
+#: priority computations (:meth:`.costs.ProducerCosts.release`)
+KEEP_AGGREGATE = 2
+
+
 @dataclass(frozen=True)
 class PriorityFusion(Pass):
     """Producer-consumer fusion ranked by a GPU cost model.
@@ -182,6 +187,11 @@ class _Queue(UnitFacts):
         if self.reference:
             return self.reference_priority(producer)
         a = self.costs.aggregate(producer)
+        if len(a.terms) <= KEEP_AGGREGATE:
+            # a producer with few users: an update would re-evaluate about
+            # every term anyway, so its aggregate is not kept (rebuilt from
+            # scratch, with the same verdicts and exact sums, when asked)
+            self.costs.release(producer)
         if producer is self.comp.root and len(a.terms) > a.bitcasts:
             first = next(u for u in producer._users if u in a.terms and not is_fusible_bitcast(u))
             self.ineligible(producer, "not fusing into the output of the root instruction", first)

@@ -132,6 +132,13 @@ class ProducerCosts:
         self.multi.pop(instr, None)
         self.version.pop(instr, None)
 
+    def release(self, producer: Instruction) -> None:
+        """Keep no aggregate for ``producer`` (memory: one per costed
+        producer was the largest of the queue's caches); :meth:`aggregate`
+        builds it from scratch when asked again."""
+        if self.agg.pop(producer, None) is not None:
+            self.dirty.pop(producer, None)
+
     # -- aggregates ---------------------------------------------------------------------
     def _add(self, a: _Agg, user: Instruction, why: str | None) -> None:
         """A user's term.  Bitcast users are not asked CanFuse (XLA's
