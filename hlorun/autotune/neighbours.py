@@ -203,7 +203,7 @@ def _load(name: str, data_dir: str) -> Table | None:
     if not p.is_file():
         return None
     with p.open(newline="") as fh:
-        return Table(list(csv.DictReader(fh)))
+        return Table(csv.DictReader(fh))  # (rows one at a time: a list of 40k dicts was ~20 MB)
 
 
 #: tables registered in memory (cross-validation folds): name -> Table

@@ -255,3 +255,20 @@ def test_partial_last_wave_is_cheaper():
         assert one < two_near_empty < two
         # the near-empty last wave costs well under a full one
         assert two_near_empty - one < 0.75 * (two - one), (dev, one, two_near_empty, two)
+
+
+def test_loading_the_residual_table_reads_rows_one_at_a_time():
+    """Issue 15 (memory): the bundled H200 table (23k rows) is built from the
+    CSV reader row by row; a list of every row's dict first was a 25 MB
+    peak, the autotuner's largest allocation on small and mid-size modules."""
+    import tracemalloc
+
+    from hlorun.autotune import neighbours
+    tracemalloc.start()
+    try:
+        t = neighbours._load.__wrapped__("H200", str(neighbours.DATA_DIR))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert t is not None and len(t) > 20_000
+    assert peak < 15e6, peak
