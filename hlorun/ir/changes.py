@@ -95,11 +95,12 @@ import os
 import time
 import weakref
 from itertools import chain, compress, filterfalse, repeat
-from operator import attrgetter, ge, is_
+from operator import attrgetter, ge, is_, ne, not_, or_
 from typing import Hashable, Iterable
 
 from . import module as _ir
 from .journal import adopt as _adopt
+from .journal import adopt_computations as _adopt_computations
 from .module import Computation, Instruction, Module
 from .rows import (COMP, INSTRS, PARAMS, ROW_ATTRS, ROW_CONTAINER, ROW_CPRED,
                    ROW_LITERAL, ROW_NAME, ROW_OPCODE, ROW_OPERANDS, ROW_PARAMETER_NUMBER,
@@ -112,7 +113,6 @@ def _gen_of(consumer: object) -> object:
     return getattr(consumer, "gen", None)
 
 
-_NO_ROW = (None, None, ())
 #: attrs' index in a pre-image (a row without the container)
 _PRE_ATTRS = ROW_ATTRS - 1
 #: every live tracker (a scan hands pre-images to all of them)
@@ -328,6 +328,7 @@ class ModuleTracker:
             seqs = list(map(tuple, map(INSTRS, comps)))
             instrs = list(chain.from_iterable(seqs))
             _adopt(instrs)
+            _adopt_computations(comps)
             self.cache.clear()
             self._module = module
             self._where = dict(zip(instrs, chain.from_iterable(
@@ -340,12 +341,24 @@ class ModuleTracker:
             self.gen += 1
             self._base = self.gen
             return Changes(full=True)
-        old_comp_rows = self._comp_rows
-        cget = old_comp_rows.get
+        comp_rows = self._comp_rows
+        cget = comp_rows.get
         where = self._where
-        # Re-read the instructions stamped since the last scan, in the
-        # computations stamped since (all of a new computation's).
-        dirty = [c for c in comps if c.stamp >= since or c not in old_comp_rows]
+        # Re-read the computations stamped since the last scan (a write to
+        # a scanned computation's own fields stamps it too:
+        # ``TrackedComputation``), all of a new computation's instructions
+        # and the stamped ones of the others.
+        same_order = order == self._order
+        if same_order:  # the same computations: none came or went
+            dirty = list(compress(comps, map(ge, map(_STAMP, comps), repeat(since))))
+            new_comps: list[Computation] = []
+            gone_comps: Iterable[Computation] = ()
+        else:
+            dirty = list(compress(comps, map(or_, map(ge, map(_STAMP, comps), repeat(since)),
+                                             map(not_, map(comp_rows.__contains__, comps)))))
+            new_comps = list(filterfalse(comp_rows.__contains__, dirty))
+            gone_comps = comp_rows.keys() - set(order)
+        _adopt_computations(dirty)
         seqs = list(map(tuple, map(INSTRS, dirty)))
         instrs: list[Instruction] = []
         containers: list[Computation] = []
@@ -358,14 +371,11 @@ class ModuleTracker:
             containers.extend(repeat(c, len(got)))
             if was is not None and was[2] != seq:
                 gone.update(filterfalse(c._instructions.__contains__, was[2]))
-        comp_rows = dict(zip(comps, zip(map(COMP, comps), map(tuple, map(PARAMS, comps)),
-                                        (cget(c, _NO_ROW)[2] for c in comps))))
-        comp_rows.update(zip(dirty, (r + (q,) for r, q in zip(
-            zip(map(COMP, dirty), map(tuple, map(PARAMS, dirty))), seqs))))
-        gone_comps = old_comp_rows.keys() - comp_rows.keys() if len(old_comp_rows) != len(
-            comp_rows) or order != self._order else ()
+        rows = list(zip(map(COMP, dirty), map(tuple, map(PARAMS, dirty)), seqs))
+        changed_comps = set(compress(dirty, map(ne, map(cget, dirty), rows)))
         for c in gone_comps:
-            gone.update(old_comp_rows[c][2])
+            gone.update(comp_rows.pop(c)[2])
+        comp_rows.update(zip(dirty, rows))
         _adopt(instrs)
         ch = Changes()
         old_rows = ch.old_rows
@@ -402,12 +412,11 @@ class ModuleTracker:
             c0 = ch._containers[i] = where.pop(i)
             old_rows[i] = p[:ROW_CONTAINER] + (c0,) + p[ROW_CONTAINER:]
         where.update(now)
-        ch.computations = {c for c, r in comp_rows.items() if cget(c) != r}
+        ch.computations = changed_comps
         ch.removed_computations = set(gone_comps)
         ch.header = header != self._header
-        ch.order = order != self._order
-        if ch.removed_computations or ch.order or ch.call_order \
-                or any(c not in self._comp_rows for c in ch.computations):
+        ch.order = not same_order
+        if ch.removed_computations or ch.order or ch.call_order or new_comps:
             ch.calls = True
         else:
             oget = old_rows.get
@@ -418,7 +427,7 @@ class ModuleTracker:
                     break
             else:
                 ch.calls = any(_has_calls(old_rows[i][ROW_ATTRS]) for i in removed)
-        self._comp_rows, self._header = comp_rows, header
+        self._header = header
         self._order = order
         if ch:
             self._log.append(ch)

@@ -22,7 +22,7 @@ from operator import attrgetter
 from typing import Any, Iterable
 
 from . import module as _ir
-from .module import NO_LINKS, Instruction
+from .module import NO_LINKS, Computation, Instruction
 
 _set_slot = object.__setattr__
 
@@ -39,7 +39,7 @@ class TrackedInstruction(Instruction):
         if self.stamp < _SINCE[0]:  # its first change since the last scan
             _ir.PENDING[self] = _pre_image(self)
         if p is not None:
-            p.stamp = e
+            _put_cstamp(p, e)
         _set_slot(self, "stamp", e)
         _set_slot(self, key, value)
         if key == "parent":
@@ -51,13 +51,14 @@ class TrackedInstruction(Instruction):
                 if c.__class__ in _HOOKED:
                     c.owner = owner
             if value is not None:
-                value.stamp = e
+                _put_cstamp(value, e)
 
 
 _EPOCH = _ir.EPOCH
 _SINCE = _ir.SINCE
 _pre_image = _ir.pre_image
 _put_stamp = Instruction.stamp.__set__  # type: ignore[attr-defined]
+_put_cstamp = _ir._set_cstamp
 
 
 def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
@@ -76,7 +77,7 @@ def _hooked(base: type, methods: tuple[str, ...], name: str) -> type:
                 _put_stamp(o, e)
                 p = o.parent
                 if p is not None:
-                    p.stamp = e
+                    _put_cstamp(p, e)
             return f(self, *args, **kw)
         hook.__name__ = m
         return hook
@@ -98,6 +99,61 @@ _CONTAINERS = attrgetter("attrs", "operands", "control_predecessors", "control_s
 _put_attrs, _put_operands, _put_cpred, _put_csucc = (
     getattr(Instruction, k).__set__ for k in ("attrs", "operands", "control_predecessors",
                                               "control_successors"))
+
+
+#: Computation fields outside its row (a write does not stamp it)
+_UNROWED = frozenset({"stamp", "pos", "_names"})
+
+
+class TrackedComputation(Computation):
+    """A computation a tracker has scanned: a direct write to any of the
+    fields in its row (name, root, ENTRY, execution thread, module,
+    parameters, instruction sequence) stamps it, so a scan need not
+    compare the rows of computations stamped before it."""
+
+    __slots__ = ()
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in _UNROWED:
+            _put_cstamp(self, _EPOCH[0])
+        _set_slot(self, key, value)
+
+
+def _chooked(methods: tuple[str, ...]) -> type:
+    """A list whose ``methods`` stamp the owner computation."""
+
+    def make(m):
+        f = getattr(list, m)
+
+        def hook(self, *args, **kw):
+            o = self.owner
+            if o is not None:
+                _put_cstamp(o, _EPOCH[0])
+            return f(self, *args, **kw)
+        hook.__name__ = m
+        return hook
+    ns: dict[str, Any] = {m: make(m) for m in methods}
+    ns["__slots__"] = ("owner",)
+    ns["__reduce__"] = lambda self: (list, (list(self),))  # copies are plain
+    ns["__doc__"] = "A scanned computation's parameter list: edits stamp the computation."
+    return type("Params", (list,), ns)
+
+
+#: ``parameters`` of scanned computations
+Params = _chooked(("__setitem__", "__delitem__", "append", "extend", "insert", "pop", "remove",
+                   "clear", "sort", "reverse", "__iadd__", "__imul__"))
+
+
+def adopt_computations(comps: Iterable[Computation]) -> None:
+    """Put the journal's hooks on ``comps`` (being scanned)."""
+    for c in comps:
+        if c.__class__ is Computation:
+            c.__class__ = TrackedComputation
+        p = c.parameters
+        if p.__class__ is not Params or p.owner is not c:
+            p = Params(p)
+            p.owner = c
+            _set_slot(c, "parameters", p)
 
 
 def adopt(instrs: Iterable[Instruction]) -> None:
@@ -126,4 +182,5 @@ def adopt(instrs: Iterable[Instruction]) -> None:
                 put(i, c)
 
 
-__all__ = ["Attrs", "Links", "TrackedInstruction", "adopt"]
+__all__ = ["Attrs", "Links", "Params", "TrackedComputation", "TrackedInstruction", "adopt",
+           "adopt_computations"]

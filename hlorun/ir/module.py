@@ -62,7 +62,7 @@ def stamp(*instrs: "Instruction") -> None:
         _set_stamp(i, e)
         p = i.parent
         if p is not None:
-            p.stamp = e
+            _set_cstamp(p, e)
 
 
 class _NoLinks(list):
@@ -124,7 +124,7 @@ class Instruction:
             _set_stamp(op, e)  # its users changed
             p = op.parent
             if p is not None:
-                p.stamp = e
+                _set_cstamp(p, e)
 
     # -- identity / display ------------------------------------------------
     def __repr__(self) -> str:
@@ -392,7 +392,8 @@ class Computation:
         self.execution_thread: str | None = None  # None == "main"
         self.pos = -1
         self._names: dict[str, Instruction] | None = None
-        #: ``EPOCH[0]`` when an instruction of this computation last changed
+        #: ``EPOCH[0]`` when an instruction of this computation, or (once a
+        #: tracker has scanned it) one of its own fields, last changed
         self.stamp = EPOCH[0]
 
     def __repr__(self) -> str:
@@ -549,6 +550,11 @@ class Computation:
 
     def make_instruction_post_order(self) -> list[Instruction]:
         return self.post_order()
+
+
+#: writes a computation's stamp without the journal's hook (the stamp is
+#: not part of its row: :class:`hlorun.ir.journal.TrackedComputation`)
+_set_cstamp = Computation.stamp.__set__  # type: ignore[attr-defined]
 
 
 class Module:

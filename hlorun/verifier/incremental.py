@@ -64,6 +64,7 @@ from .incremental_state import (_ALL_REDUCE, _CHANNEL_OPS, RENAMED, _State, _com
                                 _fields_changed, _is_asyncish, _light, _names, _renamed,
                                 _set_watch, _unwatch, _update_name_sets)
 from .fast_path import instruction_findings
+from .incremental_calls import update_calls
 from .module import (Finding, _computation, _has_buffer, _instruction, buffer_rules,
                      call_list, context_from, deadlock_rules, reads_users)
 
@@ -72,6 +73,8 @@ def _full(module: Module, opts: Any, gen: int) -> _State:
     st = _State(module, gen)
     st.calls = {c: call_list(c) for c in module.computations}
     ctx = st.ctx = context_from(module, st.calls)
+    st.order = tuple(module.computations)
+    st.order_set = set(st.order)
     for comp in module.computations:
         st.comp_info[comp] = _comp_info(comp)
         f = list(_computation(comp, ctx))
@@ -123,22 +126,7 @@ def _kind(op: str) -> int:
     return k
 
 
-def _call_list_update(c: Computation, prev: list, changed: Iterable[Instruction]) -> list:
-    """:func:`call_list` of ``c`` from its previous one: ``changed`` are the
-    calling instructions that changed, came or went since (the others call
-    what they called); order and membership come from ``c``'s sequence."""
-    cc_of = dict(prev)
-    for i in changed:
-        cc = i.called_computations() if i.attrs else None
-        if cc:
-            cc_of[i] = cc
-        else:
-            cc_of.pop(i, None)
-    return [(i, cc_of[i]) for i in filter(cc_of.__contains__, c._instructions)]
-
-
 def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleTracker) -> None:
-    old_ctx = st.ctx
     touched = tracker.touched(ch) | ch.removed_computations
     old_rows = ch.old_rows
     # Computations where a name may now be duplicated: an instruction was
@@ -253,22 +241,11 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
     # instruction came, went or changed what it calls.)
     recall = ch.calls and bool(calling or ch.removed_computations or ch.order or any(
         c not in st.calls for c in ch.computations))
-    if recall:  # rebuilt from the computations' call lists, the changed ones read again
-        calls = st.calls
-        for c in ch.removed_computations:
-            calls.pop(c, None)
-        for c in touched:
-            if c.module is module and (c in calling or c not in calls):
-                prev = calls.get(c)
-                calls[c] = call_list(c) if prev is None else \
-                    _call_list_update(c, prev, cand.get(c, ()))
-        for c in module.computations:
-            if c not in calls:
-                calls[c] = call_list(c)
-        ctx = context_from(module, calls)
-    else:
-        ctx = old_ctx
-    st.ctx = ctx
+    old_of: dict[Computation, list[Instruction]] = {}
+    flipped: set[Computation] = set()
+    if recall:  # the changed call lists read again, their callees' callers redone
+        old_of, flipped = update_calls(st, module, ch, touched, calling, cand, tracker.where)
+    ctx = st.ctx
     whole: set[Computation] = set()  # computations to redo entirely
     for c in ch.computations:
         info = _comp_info(c)
@@ -291,18 +268,17 @@ def _update(st: _State, module: Module, opts: Any, ch: Changes, tracker: ModuleT
         st.comp_f.pop(c, None)
         st.dup_f.pop(c, None)
         st.names.pop(c, None)
-    if recall:
-        comps = set(old_ctx.callers) | set(ctx.callers) | old_ctx.fusion_computations \
-            | ctx.fusion_computations | old_ctx.async_computations | ctx.async_computations
-        for c in comps:
-            if (old_ctx.callers.get(c) != ctx.callers.get(c)
-                    or (c in old_ctx.fusion_computations) != (c in ctx.fusion_computations)
-                    or (c in old_ctx.async_computations) != (c in ctx.async_computations)):
-                touched.add(c)
-                whole.add(c)
+    # (callees whose callers, fusion or asynchronous role changed)
+    touched.update(flipped)
+    whole.update(flipped)
     # Callers see their callees' signatures and contents.
+    cget = ctx.callers.get
     for c in touched:
-        for callers in (old_ctx.callers.get(c, ()), ctx.callers.get(c, ())):
+        old = old_of.get(c)
+        if old:
+            redo.update(old)
+        callers = cget(c)
+        if callers:
             redo.update(callers)
     for c in whole:
         if c.module is module:

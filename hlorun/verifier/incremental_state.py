@@ -75,8 +75,12 @@ class _State:
         self.module = module
         self.gen = gen
         self.ctx = Context()
-        #: computation -> its call_list (the context is rebuilt from these)
+        #: computation -> its call_list (the context is built from these)
         self.calls: dict[Computation, list] = {}
+        #: the module's computations when the context was last brought up
+        #: to date (:mod:`hlorun.verifier.incremental_calls`), and as a set
+        self.order: tuple = ()
+        self.order_set: set[Computation] = set()
         self.comp_info: dict[Computation, tuple] = {}
         self.comp_f: dict[Computation, list[Finding]] = {}
         self.dup_f: dict[Computation, dict[Instruction, Finding]] = {}

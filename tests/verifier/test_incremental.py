@@ -435,9 +435,9 @@ def test_light_changes_rerun_no_rule(monkeypatch):
     assert v.check_changes(m, tracker) == []
     runs: list = []
     rebuilt: list = []
-    real, real_ctx = inc.instruction_findings, inc.context_from
+    real, real_calls = inc.instruction_findings, inc.update_calls
     monkeypatch.setattr(inc, "instruction_findings", lambda *a: runs.append(a[0]) or real(*a))
-    monkeypatch.setattr(inc, "context_from", lambda *a: rebuilt.append(1) or real_ctx(*a))
+    monkeypatch.setattr(inc, "update_calls", lambda *a: rebuilt.append(1) or real_calls(*a))
     fusions = [i for i in m.entry._instructions if i.opcode == "fusion"]
     assert len(fusions) > 5
     for f in fusions:
