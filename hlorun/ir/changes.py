@@ -46,8 +46,11 @@ stamped since the previous scan (``instr.stamp`` against
 :data:`hlorun.ir.module.EPOCH`), found through the computations stamped
 since (``comp.stamp``); every other row is kept.  Removed instructions are
 the difference between a stamped computation's old and new instruction
-sequences.  Computations' own fields, the list of computations and the
-header are still compared every time (a few values per computation).
+sequences.  Only the rows of computations stamped since are compared (a
+scan makes each computation it reads a
+:class:`~hlorun.ir.journal.TrackedComputation`: a write to its name, root,
+ENTRY flag, thread, module, parameter list or instruction sequence stamps
+it); the list of computations and the header are compared every time.
 What stamps an instruction and its computation:
 
 * the IR's mutation methods (``add_instruction``, ``remove_instruction``,
