@@ -49,14 +49,12 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from .bundled import DATA_DIR, data_file
 from .devices import DeviceSpec
 from .problem import GemmProblem
 from .traffic import unaligned_rows, unfused_traffic
-
-DATA_DIR = Path(__file__).resolve().parent / "data"
 
 #: efficiency classes (the compute type, integers apart)
 CLASSES = ("f16", "tf32", "f32", "fp8", "int8", "f64")
@@ -162,10 +160,7 @@ DOCUMENTED_EFF: dict[str, tuple[dict, str]] = {
 
 @lru_cache(maxsize=16)
 def _load_params(name: str, data_dir: str) -> CostParams | None:
-    p = Path(data_dir) / f"params_{name}.json"
-    if Path(data_dir) == DATA_DIR:  # the bundled fits: importlib.resources (zipped wheels too)
-        from importlib import resources
-        p = resources.files(__package__).joinpath("data", f"params_{name}.json")
+    p = data_file(data_dir, f"params_{name}.json")
     if not p.is_file():
         return None
     return replace(CostParams.from_json(json.loads(p.read_text())["params"]), measured_device=name)

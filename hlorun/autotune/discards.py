@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+from .bundled import DATA_DIR, data_file
 #: a config is listed when it failed in at least this share of at least
 #: this many compiles of its compute class
 MIN_COMPILES = 10
@@ -30,10 +29,7 @@ MIN_SHARE = 0.9
 
 @lru_cache(maxsize=8)
 def _load(device: str, data_dir: str) -> dict | None:
-    p = Path(data_dir) / f"discards_{device}.json"
-    if Path(data_dir) == DATA_DIR:  # bundled data: importlib.resources (zipped wheels too)
-        from importlib import resources
-        p = resources.files(__package__).joinpath("data", f"discards_{device}.json")
+    p = data_file(data_dir, f"discards_{device}.json")
     if not p.is_file():
         return None
     return json.loads(p.read_text())

@@ -48,7 +48,7 @@ from typing import Iterable
 
 import numpy as np
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+from .bundled import DATA_DIR, data_file
 FIELDS = ["kind", "label", "cls", "batch", "m", "n", "k", "lhs_k_major", "rhs_k_major", "residual"]
 
 
@@ -196,10 +196,7 @@ def write_table(path: Path, rows: Iterable[dict]) -> None:
 
 @lru_cache(maxsize=8)
 def _load(name: str, data_dir: str) -> Table | None:
-    p = Path(data_dir) / f"residuals_{name}.csv"
-    if Path(data_dir) == DATA_DIR:  # bundled data: importlib.resources (zipped wheels too)
-        from importlib import resources
-        p = resources.files(__package__).joinpath("data", f"residuals_{name}.csv")
+    p = data_file(data_dir, f"residuals_{name}.csv")
     if not p.is_file():
         return None
     with p.open(newline="") as fh:
